@@ -1,0 +1,45 @@
+"""webtier: the Redis web tier of *Redis in Action*, for Python web apps.
+
+Start with :func:`open` (sync) or :func:`open_async`, or wrap a redis-py client
+you already have in :class:`WebTier` / :class:`AsyncWebTier`.
+"""
+
+from webtier.aio import WebTier as AsyncWebTier
+from webtier.config import Config, CounterSettings, Precision, RetryPolicy
+from webtier.connect import connect, connect_async, open, open_async
+from webtier.embedded import EmbeddedRedis
+from webtier.errors import (
+    ConfigError,
+    EmbeddedServerError,
+    InvalidInput,
+    OutcomeUnknown,
+    RedisUnavailable,
+    ServerError,
+    WebtierError,
+)
+from webtier.recorder import AsyncRecorder, FlushReport, Recorder
+from webtier.sync import WebTier
+
+__all__ = [
+    "AsyncRecorder",
+    "AsyncWebTier",
+    "Config",
+    "ConfigError",
+    "CounterSettings",
+    "EmbeddedRedis",
+    "EmbeddedServerError",
+    "FlushReport",
+    "InvalidInput",
+    "OutcomeUnknown",
+    "Precision",
+    "Recorder",
+    "RedisUnavailable",
+    "RetryPolicy",
+    "ServerError",
+    "WebTier",
+    "WebtierError",
+    "connect",
+    "connect_async",
+    "open",
+    "open_async",
+]

@@ -1,0 +1,93 @@
+"""Every Redis key webtier uses is built here, and nowhere else.
+
+Layout: ``<prefix>:{<tag>}:<rest>``. The hash tag is the first ``{...}`` of
+every key, so Redis Cluster places by the tag alone: whatever a user-supplied
+name contains (``{``, ``}``, ``:``...) it sits after the tag and cannot move a
+key to another slot. Every operation touches keys of one tag only, hence of
+one slot, so scripts and pipelines work unchanged on Cluster.
+
+User names are checked before any key is built from them (:func:`check_name`):
+they are non-empty text, at most ``MAX_NAME_BYTES`` of UTF-8, without control
+characters. The part after the tag is chosen so that two different
+(kind, name) pairs can never spell the same key.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from webtier.errors import ConfigError, InvalidInput
+
+MAX_NAME_BYTES = 1024
+# C0 and C1 controls, DEL, and lone surrogates (text that is not valid UTF-8).
+_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_PREFIX = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def check_prefix(prefix: str) -> str:
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+        raise ConfigError(f"prefix must be 1-64 characters of A-Z a-z 0-9 _ . : - (got {prefix!r})")
+    return prefix
+
+
+def check_name(field: str, name: object) -> str:
+    """Return ``name`` if it may be part of a key, else raise InvalidInput."""
+    if not isinstance(name, str):
+        raise InvalidInput(field, f"must be a str, not {type(name).__name__}", name)
+    if not name:
+        raise InvalidInput(field, "must not be empty", name)
+    bad = _FORBIDDEN.search(name)
+    if bad:
+        raise InvalidInput(
+            field, f"contains control character or lone surrogate {bad.group()!r}", name
+        )
+    # Only long names can exceed the limit; skip the encoding for the rest.
+    if len(name) * 4 > MAX_NAME_BYTES and len(name.encode()) > MAX_NAME_BYTES:
+        raise InvalidInput(field, f"is longer than {MAX_NAME_BYTES} bytes of UTF-8", name)
+    return name
+
+
+def shard_of(name: str, shards: int) -> int:
+    """A stable shard number for a name (the same in every process and version)."""
+    return zlib.crc32(name.encode()) % shards
+
+
+@dataclass(frozen=True, slots=True)
+class CounterKeys:
+    route: str  # picks the cluster slot of everything below
+    index: str  # zset: counter name -> server time (ms) of its last new slice
+    samples: tuple[str, ...]  # one hash per precision: slice start -> count
+
+
+@dataclass(frozen=True, slots=True)
+class Keyspace:
+    prefix: str = "webtier"
+
+    def __post_init__(self) -> None:
+        check_prefix(self.prefix)
+
+    # -- counters ---------------------------------------------------------------
+    def counter_shard(self, shard: int) -> tuple[str, str]:
+        """(route, index key) of one shard of the known-counters index."""
+        route = f"{self.prefix}:{{c:{shard}}}"
+        return route, f"{route}:known"
+
+    def counter(self, name: str, shards: int, precisions: tuple[int, ...]) -> CounterKeys:
+        """Keys of one counter; ``name`` must have passed :func:`check_name`."""
+        return _counter_keys(self.prefix, name, shards, precisions)
+
+    def counter_samples(self, route: str, precision: int, name: str) -> str:
+        # The precision is digits and ends at the first ':', so the key parses
+        # back to exactly one (precision, name) pair and never equals ``known``.
+        return f"{route}:{precision}:{name}"
+
+
+@lru_cache(maxsize=16384)
+def _counter_keys(prefix: str, name: str, shards: int, precisions: tuple[int, ...]) -> CounterKeys:
+    space = Keyspace(prefix)
+    route, index = space.counter_shard(shard_of(name, shards))
+    samples = tuple(space.counter_samples(route, p, name) for p in precisions)
+    return CounterKeys(route, index, samples)

@@ -1,0 +1,88 @@
+"""What operations ask of Redis, as plain values.
+
+An operation is a generator. It yields a :class:`Request` (or a tuple of them,
+to fan out over several slots, or a :class:`Gather`) and is sent back the
+replies: a list with one reply per command, or a list of such lists. It does no I/O of its
+own, so the same operation serves the sync and the asyncio API and is unit
+tested by feeding it replies. Replies arrive undecoded (``bytes`` for strings)
+whatever the client's ``decode_responses``; error replies never reach an
+operation, the transport raises them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar
+
+from webtier._scripts import Script
+
+Arg: TypeAlias = bytes | str | int | float
+Command: TypeAlias = tuple[Arg, ...]
+Reply: TypeAlias = Any  # bytes | int | None | list[Reply] (RESP2), plus dict/float/set (RESP3)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptCall:
+    script: Script
+    keys: tuple[str, ...]
+    args: tuple[Arg, ...]
+
+    def command(self) -> Command:
+        return ("EVALSHA", self.script.sha, len(self.keys), *self.keys, *self.args)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Commands for one slot, sent as one pipeline (one round trip).
+
+    ``route`` is any key of the request, or its ``prefix:{tag}`` part: it
+    picks the cluster node. ``idempotent`` says whether sending the commands
+    twice leaves the same state as sending them once; only then may a request
+    whose reply was lost be sent again.
+    """
+
+    route: str
+    commands: tuple[Command | ScriptCall, ...]
+    idempotent: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Gather:
+    """Requests whose failures are reported one by one instead of raised.
+
+    Answered with a list holding, per request, its replies or the
+    :class:`~webtier.errors.WebtierError` that stopped it. A request that
+    failed with :class:`~webtier.errors.RedisUnavailable` (but not its
+    subclass ``OutcomeUnknown``) was provably not applied.
+    """
+
+    requests: tuple[Request, ...]
+
+
+Step: TypeAlias = Request | tuple[Request, ...] | Gather
+Op: TypeAlias = Generator[Step, Any, T]
+
+
+def read(route: str, *commands: Command | ScriptCall) -> Request:
+    return Request(route, commands, idempotent=True)
+
+
+def write(route: str, *commands: Command | ScriptCall, idempotent: bool) -> Request:
+    return Request(route, commands, idempotent)
+
+
+# -- reply decoding shared by operations ----------------------------------------------
+def text(reply: Reply) -> str:
+    return reply.decode() if isinstance(reply, bytes) else str(reply)
+
+
+def pairs(reply: Reply) -> Iterable[tuple[Reply, Reply]]:
+    """Field/value pairs of a hash or WITHSCORES reply, in RESP2 or RESP3."""
+    if isinstance(reply, dict):
+        return reply.items()
+    if reply and isinstance(reply[0], list | tuple):  # RESP3 [[member, score], ...]
+        return ((item[0], item[1]) for item in reply)
+    it = iter(reply)
+    return zip(it, it, strict=True)

@@ -1,0 +1,27 @@
+"""Lua scripts, one file each in ``webtier/scripts``, run by SHA.
+
+A script is loaded from the package once, at import of the module that uses
+it, and kept as an immutable value; there is no registry. The transport sends
+``EVALSHA`` and, when a server answers ``NOSCRIPT`` (restarted, flushed, or a
+promoted Cluster replica that never saw ``SCRIPT LOAD``), loads the source on
+that node and sends the call again: a NOSCRIPT call was never run, so this is
+safe even for writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from importlib.resources import files
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    name: str
+    source: bytes = field(repr=False)
+    sha: str
+
+    @classmethod
+    def load(cls, name: str) -> Script:
+        source = files("webtier.scripts").joinpath(f"{name}.lua").read_bytes()
+        return cls(name, source, hashlib.sha1(source).hexdigest())  # noqa: S324 (Redis names scripts by SHA-1)

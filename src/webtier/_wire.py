@@ -1,0 +1,356 @@
+"""How a step of an operation reaches Redis, decided without doing any I/O.
+
+:func:`exchange` turns a :class:`~webtier._protocol.Request` (or a tuple of
+them) into actions for an executor (send a pipeline, locate nodes, refresh the
+cluster map, sleep) and reads the outcomes. It owns every policy about
+failures, so the sync and asyncio executors stay a few lines each:
+
+* An error reply that proves the command did not run (``MOVED``, ``ASK``,
+  ``NOSCRIPT``, ``TRYAGAIN``, ``CLUSTERDOWN``, ``LOADING``, ``READONLY``...)
+  sends that command again, after loading the script, following the
+  redirection, refreshing the slot map or backing off.
+* An I/O failure before anything was written (connection refused, no node
+  for the slot) sends again after a backoff, for every request.
+* An I/O failure after the write (timeout, reset) sends again only commands
+  of idempotent requests. For the others the outcome is unknown and
+  :class:`~webtier.errors.OutcomeUnknown` is raised: webtier never risks
+  applying an increment twice. redis-py's own retry would re-send it; webtier
+  bypasses it by talking to connections directly.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, TypeAlias
+
+from redis import exceptions as rx
+
+from webtier._protocol import Command, Gather, Reply, Request, ScriptCall, Step
+from webtier.config import RetryPolicy
+from webtier.errors import OutcomeUnknown, RedisUnavailable, ServerError, WebtierError
+
+# -- actions an executor carries out ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Write ``commands`` as one pipeline to the node of ``target`` (a route,
+    a node handle from :class:`Locate`, or an :class:`Address`), read every
+    reply. Answered with an :class:`Outcome`."""
+
+    target: Any
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Several sends to different nodes; answered with a list of outcomes in
+    order. Executors may run them concurrently."""
+
+    sends: tuple[Send, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Locate:
+    """Find the node of each route; answered with one ``(node key, node
+    handle)`` per route, or an exception where no node is known."""
+
+    routes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """Reload the cluster's slot map (nothing to do on a single server)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    seconds: float
+
+
+Action: TypeAlias = Send | Batch | Locate | Refresh | Sleep
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What came back from one :class:`Send`.
+
+    ``replies`` holds the replies read, in order, error replies as exception
+    objects. If ``error`` is set, the exchange broke before the rest were read;
+    ``delivered`` then says whether anything may have reached the server.
+    """
+
+    replies: list[Reply]
+    error: BaseException | None = None
+    delivered: bool = True
+
+
+# -- what an error reply means --------------------------------------------------------
+
+
+class _Fix(Enum):
+    LOAD = "load the script on that node, then send again"
+    ASK = "send once to the named node after ASKING"
+    REFRESH = "reload the slot map, then send again"
+    BACKOFF = "wait, then send again"
+    BACKOFF_REFRESH = "wait, reload the slot map, send again"
+
+
+# Order matters: MovedError is a subclass of AskError.
+_REPLY_FIXES: tuple[tuple[type[BaseException], _Fix], ...] = (
+    (rx.NoScriptError, _Fix.LOAD),
+    (rx.MovedError, _Fix.REFRESH),
+    (rx.AskError, _Fix.ASK),
+    (rx.ReadOnlyError, _Fix.REFRESH),
+    (rx.TryAgainError, _Fix.BACKOFF),
+    (rx.ClusterDownError, _Fix.BACKOFF_REFRESH),
+    (rx.MasterDownError, _Fix.BACKOFF),
+    (rx.BusyLoadingError, _Fix.BACKOFF),
+)
+# The same, by the first word of the message, for parsers that do not map them.
+_PREFIX_FIXES = {
+    "NOSCRIPT": _Fix.LOAD,
+    "MOVED": _Fix.REFRESH,
+    "ASK": _Fix.ASK,
+    "READONLY": _Fix.REFRESH,
+    "TRYAGAIN": _Fix.BACKOFF,
+    "CLUSTERDOWN": _Fix.BACKOFF_REFRESH,
+    "MASTERDOWN": _Fix.BACKOFF,
+    "LOADING": _Fix.BACKOFF,
+}
+# Redirections and reloads do not use up the retry budget, but must end.
+_MAX_REDIRECTS = 16
+
+
+def _fix_for(error: BaseException) -> _Fix | None:
+    for kind, fix in _REPLY_FIXES:
+        if isinstance(error, kind):
+            return fix
+    return _PREFIX_FIXES.get(str(error).split(" ", 1)[0])
+
+
+def _is_error(reply: Reply) -> bool:
+    return isinstance(reply, BaseException)
+
+
+# -- the exchange ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Item:
+    """One command of one request, on its way."""
+
+    req: int
+    pos: int
+    route: str
+    call: Command | ScriptCall
+    idempotent: bool
+    node: Any = None  # handle of the node that serves ``route``, once located
+    load: bool = False  # send SCRIPT LOAD before it (the node answered NOSCRIPT)
+    ask: Address | None = None  # send it to this node after ASKING
+
+    def commands(self) -> tuple[Command, ...]:
+        call = self.call
+        command = call.command() if isinstance(call, ScriptCall) else call
+        before: tuple[Command, ...] = ()
+        if self.load and isinstance(call, ScriptCall):
+            before = (("SCRIPT", "LOAD", call.script.source),)
+        if self.ask is not None:
+            before = (*before, ("ASKING",))
+        return (*before, command)
+
+    def target(self) -> Any:
+        if self.ask is not None:
+            return self.ask
+        return self.route if self.node is None else self.node
+
+
+def _wire_commands(request: Request) -> tuple[Command, ...]:
+    return tuple(c.command() if isinstance(c, ScriptCall) else c for c in request.commands)
+
+
+def exchange(step: Step, policy: RetryPolicy) -> Generator[Action, Any, Any]:
+    """Carry out one step; return its replies (a list, or a list of lists)."""
+    if isinstance(step, Request):
+        # The hot path: one request, sent once, every reply fine.
+        outcome: Outcome = yield Send(step.route, _wire_commands(step))
+        if outcome.error is None and not any(map(_is_error, outcome.replies)):
+            return outcome.replies
+        results = yield from _recover((step,), policy, first=outcome)
+    elif isinstance(step, Gather):
+        return (yield from _recover(step.requests, policy, first=None))
+    else:
+        results = yield from _recover(step, policy, first=None)
+    for result in results:
+        if isinstance(result, WebtierError):
+            raise result
+    return results[0] if isinstance(step, Request) else results
+
+
+def _recover(
+    requests: Sequence[Request], policy: RetryPolicy, first: Outcome | None
+) -> Generator[Action, Any, list[Any]]:
+    # The general case: many requests, several nodes, any mix of failures.
+    # Replies are filed as they arrive; what must go again is planned again
+    # until nothing is left or the budget runs out. A request that cannot
+    # complete gets its error in place of its replies.
+    results: list[Any] = [[None] * len(r.commands) for r in requests]
+    pending = [
+        _Item(i, j, r.route, c, r.idempotent)
+        for i, r in enumerate(requests)
+        for j, c in enumerate(r.commands)
+    ]
+    failures = redirects = 0
+    while pending:
+        if first is not None:  # the hot path already sent everything once
+            groups, outcomes, first = [pending], [first], None
+        else:
+            groups = yield from _group(pending, single=len(requests) == 1)
+            sends = tuple(
+                Send(g[0].target(), tuple(c for item in g for c in item.commands())) for g in groups
+            )
+            outcomes = [(yield sends[0])] if len(sends) == 1 else (yield Batch(sends))
+        again: list[_Item] = []
+        fixes: set[_Fix] = set()
+        cause: BaseException | None = None
+        for group, outcome in zip(groups, outcomes, strict=True):
+            cause = _settle(group, outcome, results, again, fixes) or cause
+        pending = [item for item in again if not isinstance(results[item.req], WebtierError)]
+        if not pending:
+            break
+        waits = bool(fixes & {_Fix.BACKOFF, _Fix.BACKOFF_REFRESH})
+        if waits:
+            failures += 1
+            if failures > policy.attempts:
+                _fail(
+                    results,
+                    pending,
+                    RedisUnavailable(f"no answer after {failures} tries: {cause}"),
+                    cause,
+                )
+                break
+        else:
+            redirects += 1
+            if redirects > _MAX_REDIRECTS:
+                _fail(
+                    results,
+                    pending,
+                    RedisUnavailable(f"gave up after {redirects} redirections: {cause}"),
+                    cause,
+                )
+                break
+        if fixes & {_Fix.REFRESH, _Fix.BACKOFF_REFRESH}:
+            yield Refresh()
+        if waits:
+            yield Sleep(backoff(policy, failures))
+        for item in pending:
+            item.node = None
+    return results
+
+
+def _fail(
+    results: list[Any], items: Sequence[_Item], error: WebtierError, cause: BaseException | None
+) -> None:
+    error.__cause__ = cause
+    for item in items:
+        if not isinstance(results[item.req], WebtierError):
+            results[item.req] = error
+
+
+def _settle(
+    group: list[_Item],
+    outcome: Outcome,
+    results: list[Any],
+    again: list[_Item],
+    fixes: set[_Fix],
+) -> BaseException | None:
+    """File the replies of one send; queue what must be sent again."""
+    replies = iter(outcome.replies)
+    cause: BaseException | None = None
+    for index, item in enumerate(group):
+        got = [next(replies, _UNREAD) for _ in item.commands()]
+        if _UNREAD in got:  # the exchange broke before this item was answered
+            return _broken(group[index:], outcome, results, again, fixes)
+        *extras, reply = got
+        refused = [r for r in (*extras, reply) if _is_error(r) and _fix_for(r) is None]
+        if refused:  # a script that does not compile, a key of the wrong type...
+            _fail(
+                results, [item], ServerError(f"Redis refused a command: {refused[0]}"), refused[0]
+            )
+            continue
+        if not _is_error(reply):
+            if isinstance(results[item.req], list):
+                results[item.req][item.pos] = reply
+            item.load, item.ask = False, None
+            continue
+        fix = _fix_for(reply)
+        assert fix is not None
+        fixes.add(fix)
+        cause = reply
+        item.load = fix is _Fix.LOAD
+        item.ask = Address(reply.host, int(reply.port)) if fix is _Fix.ASK else None
+        again.append(item)
+    return cause
+
+
+_UNREAD: Any = object()  # marks a reply that never came
+
+
+def _broken(
+    unread: list[_Item], outcome: Outcome, results: list[Any], again: list[_Item], fixes: set[_Fix]
+) -> BaseException:
+    """The send failed before ``unread`` were answered: retry them, or give up."""
+    error = outcome.error
+    if error is None:  # fewer replies than commands without an error: a bug
+        error = ServerError(f"{len(unread)} commands went unanswered")
+    if isinstance(error, rx.AuthenticationError | rx.AuthorizationError):
+        _fail(results, unread, RedisUnavailable(f"Redis refused the credentials: {error}"), error)
+        return error
+    for item in unread:
+        if outcome.delivered and not item.idempotent:
+            lost = OutcomeUnknown(
+                f"the reply to a write was lost ({error}); it may or may not have been "
+                "applied, and webtier does not send it again"
+            )
+            _fail(results, [item], lost, error)
+        else:
+            again.append(item)
+    fixes.add(_Fix.BACKOFF_REFRESH)
+    return error
+
+
+def _group(pending: list[_Item], single: bool) -> Generator[Action, Any, list[list[_Item]]]:
+    """Split pending items by the node that serves them; ASK targets apart."""
+    if single and all(item.ask is None for item in pending):
+        return [pending]
+    groups: dict[Any, list[_Item]] = {}
+    routed = [item for item in pending if item.ask is None]
+    if routed:
+        located = yield Locate(tuple(item.route for item in routed))
+        for item, found in zip(routed, located, strict=True):
+            if isinstance(found, BaseException):
+                # No node known for that slot now: send by route, and let the
+                # failure to reach it be handled like any other.
+                groups.setdefault(("route", item.route), []).append(item)
+            else:
+                key, item.node = found
+                groups.setdefault(("node", key), []).append(item)
+    for item in pending:
+        if item.ask is not None:
+            groups.setdefault(("ask", item.ask), []).append(item)
+    return list(groups.values())
+
+
+def backoff(policy: RetryPolicy, failures: int) -> float:
+    """Seconds to wait before try number ``failures + 1`` (jittered doubling)."""
+    ceiling = min(policy.backoff_cap, policy.backoff * 2 ** (failures - 1))
+    return random.uniform(ceiling / 2, ceiling)

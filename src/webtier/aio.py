@@ -1,0 +1,44 @@
+"""The asyncio API: :class:`WebTier` over an asyncio redis-py client.
+
+:mod:`webtier.sync` has the same classes and method names; both
+run the same operations (:mod:`webtier._ops`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webtier._drive import AsyncClient, AsyncTransport
+from webtier._facade import Part, async_op
+from webtier._ops import counters
+from webtier.config import Config
+from webtier.recorder import AsyncRecorder
+
+
+class Counters(Part):
+    """Time-series counters at several precisions (Redis in Action 5.2.1)."""
+
+    record = async_op(counters.record)
+    get = async_op(counters.get)
+    get_many = async_op(counters.get_many)
+    names = async_op(counters.names)
+    clean = async_op(counters.clean)
+
+    def recorder(self, *, flush_interval: float = 0.1, max_pending: int = 10_000) -> AsyncRecorder:
+        """A batched recorder for hot counters (create it in a running loop):
+        see :class:`webtier.recorder.AsyncRecorder`."""
+        return AsyncRecorder(
+            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
+        )
+
+
+class WebTier:
+    """webtier on one asyncio redis-py client (``redis.asyncio.Redis`` or
+    ``redis.asyncio.cluster.RedisCluster``), which it uses but does not own."""
+
+    def __init__(self, client: AsyncClient, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self.client = client
+        self.transport = AsyncTransport(client, self.config.retry)
+        run: Any = self.transport.run
+        self.counters = Counters(run, self.config)

@@ -1,0 +1,122 @@
+"""Settings, as frozen values checked when they are built.
+
+Nothing here reads the environment: the CLI and the web adapters do that at the
+edge and pass plain values in. Durations are in seconds unless a name says
+otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from webtier._keys import Keyspace
+from webtier.errors import ConfigError
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+# The book's precisions: 1 s, 5 s, 1 min, 5 min, 1 h, 5 h, 1 day.
+BOOK_PRECISIONS = (1, 5, 60, 300, 3600, 18000, 86400)
+BOOK_SAMPLES = 120
+
+
+@dataclass(frozen=True, slots=True)
+class Precision:
+    """One resolution of a counter: slices of ``seconds``, the newest
+    ``samples`` of them kept."""
+
+    seconds: int
+    samples: int = BOOK_SAMPLES
+
+    def __post_init__(self) -> None:
+        _require(
+            _is_int(self.seconds) and self.seconds >= 1, "precision seconds must be an int >= 1"
+        )
+        _require(
+            _is_int(self.samples) and 1 <= self.samples <= 100_000, "samples must be 1..100000"
+        )
+
+    @property
+    def span(self) -> int:
+        """Seconds of history this precision keeps."""
+        return self.seconds * self.samples
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSettings:
+    precisions: tuple[Precision, ...] = tuple(Precision(p) for p in BOOK_PRECISIONS)
+    # The known-counters index is split in this many shards, each with its own
+    # hash tag, so no single cluster slot holds every counter. A counter's shard
+    # follows from its name and this number: keep it fixed for a deployment.
+    shards: int = 64
+    clean_interval: float = 60.0  # seconds between two cleanup passes
+
+    def __post_init__(self) -> None:
+        seconds = [p.seconds for p in self.precisions]
+        _require(len(seconds) > 0, "at least one precision is needed")
+        _require(len(set(seconds)) == len(seconds), f"precisions repeat: {seconds}")
+        _require(seconds == sorted(seconds), f"precisions must be ascending: {seconds}")
+        _require(_is_int(self.shards) and 1 <= self.shards <= 16384, "shards must be 1..16384")
+        _require(self.clean_interval > 0, "clean_interval must be > 0")
+
+    @classmethod
+    def of(
+        cls, precisions: tuple[int, ...] = BOOK_PRECISIONS, samples: int = BOOK_SAMPLES, **kw: float
+    ) -> CounterSettings:
+        """Settings with the same number of samples at every precision."""
+        return cls(precisions=tuple(Precision(p, samples) for p in precisions), **kw)  # type: ignore[arg-type]
+
+    def precision(self, seconds: int) -> Precision:
+        for p in self.precisions:
+            if p.seconds == seconds:
+                return p
+        known = ", ".join(str(p.seconds) for p in self.precisions)
+        raise ConfigError(f"precision {seconds!r} is not configured (configured: {known})")
+
+    @property
+    def granule(self) -> int:
+        """The longest slice that lies inside one slice of every precision."""
+        return math.gcd(*(p.seconds for p in self.precisions))
+
+    @property
+    def horizon(self) -> int:
+        """Seconds after its last new slice that a counter's data can live."""
+        return max(p.span for p in self.precisions)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often a request is tried again when Redis is unreachable.
+
+    Reads and idempotent writes are retried after timeouts too; a write that is
+    not safe to repeat is retried only when it provably never left the client.
+    """
+
+    attempts: int = 3  # tries after the first one
+    backoff: float = 0.05  # seconds before the first retry, doubled each time
+    backoff_cap: float = 1.0  # seconds
+
+    def __post_init__(self) -> None:
+        _require(_is_int(self.attempts) and 0 <= self.attempts <= 100, "attempts must be 0..100")
+        _require(0 <= self.backoff <= self.backoff_cap, "need 0 <= backoff <= backoff_cap")
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything a :class:`~webtier.sync.WebTier` needs besides its client."""
+
+    prefix: str = "webtier"  # every key webtier writes starts with it
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    counters: CounterSettings = field(default_factory=CounterSettings)
+    keys: Keyspace = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", Keyspace(self.prefix))

@@ -1,0 +1,143 @@
+"""redis-py clients from one URL, and :func:`open` for a ready WebTier.
+
+URL forms (the cluster form is webtier's own; the others are redis-py's):
+
+* ``redis://[user:password@]host[:port][/db]`` — one server over TCP
+* ``rediss://...`` — the same over TLS (``?ssl_ca_certs=...`` etc.)
+* ``unix:///path/to/redis.sock[?db=0]`` — one server on a unix socket
+* ``redis+cluster://[user:password@]host:port[,host:port...]`` — Redis
+  Cluster, from one or more seed nodes; ``rediss+cluster://`` over TLS
+
+Query parameters are redis-py's (``socket_timeout=2.5``,
+``client_name=shop``...). Unless the URL sets them, clients get timeouts
+fit for a web tier: connect within 2 s, a reply within 5 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import parse_qs, urlsplit
+
+import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
+
+from webtier.config import Config
+from webtier.errors import ConfigError
+
+DEFAULTS: dict[str, Any] = {
+    "socket_connect_timeout": 2.0,
+    "socket_timeout": 5.0,
+    "health_check_interval": 30,
+}
+_SCHEMES = {
+    "redis": ("server", "redis"),
+    "rediss": ("server", "rediss"),
+    "unix": ("server", "unix"),
+    "redis+cluster": ("cluster", "redis"),
+    "rediss+cluster": ("cluster", "rediss"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A parsed URL: what to connect to, in terms redis-py takes."""
+
+    cluster: bool
+    url: str  # a redis-py URL (for a cluster: its first seed, with the options)
+    seeds: tuple[tuple[str, int], ...]  # every seed node of a cluster
+    options: dict[str, Any]
+
+
+def parse(url: str, **options: Any) -> Target:
+    """Check a webtier URL and split it for redis-py."""
+    if not isinstance(url, str) or "://" not in url:
+        raise ConfigError(f"not a Redis URL: {url!r} (e.g. redis://localhost:6379/0)")
+    scheme, rest = url.split("://", 1)
+    if scheme.lower() not in _SCHEMES:
+        raise ConfigError(f"unknown URL scheme {scheme!r}; use one of {', '.join(_SCHEMES)}")
+    kind, base = _SCHEMES[scheme.lower()]
+    query = parse_qs(urlsplit(url).query)
+    merged = {k: v for k, v in DEFAULTS.items() if k not in query} | options
+    if kind == "server":
+        return Target(False, url, (), merged)
+    parts = urlsplit(f"{base}://{rest}")
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    seeds = []
+    for hostport in hosts.split(","):
+        host, sep, port = hostport.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ConfigError(f"cluster seeds must be host:port, got {hostport!r} in {url!r}")
+        seeds.append((host.strip("[]"), int(port)))
+    if parts.path not in ("", "/"):
+        raise ConfigError("Redis Cluster has only database 0; drop the path from the URL")
+    auth = f"{userinfo}@" if userinfo else ""
+    first = f"{base}://{auth}{seeds[0][0]}:{seeds[0][1]}/" + (
+        f"?{parts.query}" if parts.query else ""
+    )
+    return Target(True, first, tuple(seeds), merged)
+
+
+def connect(url: str, **options: Any) -> redis.Redis | redis.cluster.RedisCluster:
+    """A sync redis-py client for ``url``; keyword options go to redis-py."""
+    target = parse(url, **options)
+    if target.cluster:
+        nodes = [cast(Any, redis.cluster.ClusterNode)(h, p) for h, p in target.seeds[1:]]
+        return redis.cluster.RedisCluster.from_url(
+            target.url, startup_nodes=nodes, **target.options
+        )
+    return redis.Redis.from_url(target.url, **target.options)
+
+
+def connect_async(
+    url: str, **options: Any
+) -> redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster:
+    """An asyncio redis-py client for ``url``; keyword options go to redis-py."""
+    target = parse(url, **options)
+    if target.cluster:
+        nodes = [redis.asyncio.cluster.ClusterNode(h, p) for h, p in target.seeds[1:]]
+        return redis.asyncio.cluster.RedisCluster.from_url(
+            target.url, startup_nodes=nodes, **target.options
+        )
+    return redis.asyncio.Redis.from_url(target.url, **target.options)
+
+
+@contextlib.contextmanager
+def open(
+    url: str | None = None, *, config: Config | None = None, data_dir: str | Path | None = None
+) -> Iterator[Any]:
+    """A :class:`webtier.sync.WebTier` on ``url``, closed on exit.
+
+    Without a URL, webtier starts a redis-server of its own on a unix socket
+    in ``data_dir`` (see :class:`webtier.embedded.EmbeddedRedis`) and stops it
+    on exit."""
+    from webtier.embedded import EmbeddedRedis
+    from webtier.sync import WebTier
+
+    with contextlib.ExitStack() as stack:
+        if url is None:
+            url = stack.enter_context(EmbeddedRedis(data_dir)).url
+        client = connect(url)
+        stack.callback(client.close)
+        yield WebTier(client, config)
+
+
+@contextlib.asynccontextmanager
+async def open_async(
+    url: str | None = None, *, config: Config | None = None, data_dir: str | Path | None = None
+) -> AsyncIterator[Any]:
+    """:func:`open` for asyncio: yields a :class:`webtier.aio.WebTier`."""
+    from webtier.aio import WebTier
+    from webtier.embedded import EmbeddedRedis
+
+    async with contextlib.AsyncExitStack() as stack:
+        if url is None:
+            url = stack.enter_context(EmbeddedRedis(data_dir)).url
+        client = connect_async(url)
+        stack.push_async_callback(client.aclose)
+        yield WebTier(client, config)

@@ -1,0 +1,63 @@
+"""Every error webtier raises derives from :class:`WebtierError`.
+
+Catch ``WebtierError`` to handle them all; catch a subclass to react to one
+kind. Errors from redis-py never escape untranslated: they become the
+``__cause__`` of one of these.
+"""
+
+from __future__ import annotations
+
+
+class WebtierError(Exception):
+    """Root of every webtier error."""
+
+
+class InvalidInput(WebtierError, ValueError):
+    """An argument was refused before anything was sent to Redis.
+
+    Nothing was stored. ``field`` names the argument, ``value`` is a short
+    rendering of what was passed (long values are cut so logs stay readable).
+    """
+
+    def __init__(self, field: str, problem: str, value: object = None) -> None:
+        self.field = field
+        self.problem = problem
+        self.value = _short(value)
+        super().__init__(field, problem, value)
+
+    def __str__(self) -> str:
+        shown = "" if self.value is None else f" (got {self.value})"
+        return f"{self.field}: {self.problem}{shown}"
+
+
+class ConfigError(WebtierError, ValueError):
+    """A setting is out of range or inconsistent; raised when it is built."""
+
+
+class RedisUnavailable(WebtierError):
+    """Redis could not be reached or did not answer in time, after the retries
+    the operation allows. The cause is chained."""
+
+
+class OutcomeUnknown(RedisUnavailable):
+    """A write that is not safe to repeat was sent, but its reply was lost.
+
+    It may or may not have been applied. webtier never re-sends such a write
+    (a counter increment, for one), so it is applied at most once.
+    """
+
+
+class ServerError(WebtierError):
+    """Redis answered with an error webtier did not expect (a key of the wrong
+    type in webtier's keyspace, a script error, out of memory...)."""
+
+
+class EmbeddedServerError(WebtierError):
+    """The embedded redis-server could not be found or started."""
+
+
+def _short(value: object, limit: int = 80) -> str | None:
+    if value is None:
+        return None
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 12]}... ({len(text)} chars)"

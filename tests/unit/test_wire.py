@@ -1,0 +1,194 @@
+"""The wire coordinator, fed outcomes by hand: every failure policy without a server."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+from redis import exceptions as rx
+
+from webtier._protocol import Gather, Request, ScriptCall, read, write
+from webtier._scripts import Script
+from webtier._wire import Address, Batch, Locate, Outcome, Refresh, Send, Sleep, exchange
+from webtier.config import RetryPolicy
+from webtier.errors import OutcomeUnknown, RedisUnavailable, ServerError
+
+SCRIPT = Script("demo", b"return 1", "0" * 40)
+POLICY = RetryPolicy(attempts=2, backoff=0.01, backoff_cap=0.02)
+
+
+def drive(step: Any, answers: list[Any], policy: RetryPolicy = POLICY) -> tuple[Any, list[Any]]:
+    """Run ``exchange`` answering each action with the next of ``answers``
+    (a callable is called with the action). Returns (result, actions seen)."""
+    wire: Generator[Any, Any, Any] = exchange(step, policy)
+    seen: list[Any] = []
+    try:
+        action = next(wire)
+        for answer in answers:
+            seen.append(action)
+            action = wire.send(answer(action) if callable(answer) else answer)
+    except StopIteration as done:
+        return done.value, seen
+    raise AssertionError(f"exchange wanted more than {len(answers)} answers; last action {action}")
+
+
+def test_hot_path_is_one_send() -> None:
+    request = read("k", ("GET", "k"), ("GET", "j"))
+    result, seen = drive(request, [Outcome([b"1", None])])
+    assert result == [b"1", None]
+    assert seen == [Send("k", (("GET", "k"), ("GET", "j")))]
+
+
+def test_noscript_loads_the_script_and_sends_again_even_for_a_write() -> None:
+    call = ScriptCall(SCRIPT, ("k",), (1,))
+    request = write("k", call, idempotent=False)
+    result, seen = drive(
+        request, [Outcome([rx.NoScriptError("No matching script")]), Outcome([b"sha", 7])]
+    )
+    assert result == [7]
+    assert seen[1] == Send("k", (("SCRIPT", "LOAD", b"return 1"), call.command()))
+
+
+def test_moved_refreshes_the_slot_map_and_sends_again() -> None:
+    request = write("k", ("INCR", "k"), idempotent=False)
+    moved = rx.MovedError("3999 127.0.0.1:7001")
+    result, seen = drive(request, [Outcome([moved]), None, Outcome([5])])
+    assert result == [5]
+    assert isinstance(seen[1], Refresh)
+    assert seen[2] == Send("k", (("INCR", "k"),))
+
+
+def test_ask_goes_to_the_named_node_after_asking() -> None:
+    request = write("k", ("INCR", "k"), idempotent=False)
+    result, seen = drive(
+        request, [Outcome([rx.AskError("3999 10.0.0.9:7002")]), Outcome([b"OK", 1])]
+    )
+    assert result == [1]
+    assert seen[1] == Send(Address("10.0.0.9", 7002), (("ASKING",), ("INCR", "k")))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        rx.TryAgainError("x"),
+        rx.ClusterDownError("x"),
+        rx.BusyLoadingError("x"),
+        rx.MasterDownError("x"),
+    ],
+)
+def test_transient_refusals_back_off_then_send_again(error: Exception) -> None:
+    request = write("k", ("INCR", "k"), idempotent=False)
+    answers: list[Any] = [Outcome([error])]
+    answers += [None, None] if isinstance(error, rx.ClusterDownError) else [None]
+    answers.append(Outcome([3]))
+    result, seen = drive(request, answers)
+    assert result == [3]
+    assert any(isinstance(a, Sleep) and 0 < a.seconds <= POLICY.backoff_cap for a in seen)
+
+
+def test_failure_before_sending_retries_even_a_write() -> None:
+    request = write("k", ("INCR", "k"), idempotent=False)
+    refused = rx.ConnectionError("Error 111 connecting")
+    result, _ = drive(request, [Outcome([], refused, delivered=False), None, None, Outcome([1])])
+    assert result == [1]
+
+
+def test_lost_reply_to_a_write_is_never_sent_again() -> None:
+    request = write("k", ("INCR", "k"), idempotent=False)
+    with pytest.raises(OutcomeUnknown) as caught:
+        drive(request, [Outcome([], rx.TimeoutError("Timeout reading"), delivered=True)])
+    assert isinstance(caught.value.__cause__, rx.TimeoutError)
+
+
+def test_lost_reply_to_a_read_is_retried() -> None:
+    request = read("k", ("GET", "k"))
+    result, _ = drive(
+        request, [Outcome([], rx.TimeoutError("t"), delivered=True), None, None, Outcome([b"v"])]
+    )
+    assert result == [b"v"]
+
+
+def test_replies_read_before_the_break_are_kept() -> None:
+    # The first command was answered, the second was not: only the second is
+    # retried (it is idempotent) and the first is not sent twice.
+    request = read("k", ("GET", "a"), ("GET", "b"))
+    result, seen = drive(
+        request,
+        [Outcome([b"A"], rx.ConnectionError("reset"), delivered=True), None, None, Outcome([b"B"])],
+    )
+    assert result == [b"A", b"B"]
+    assert seen[-1] == Send("k", (("GET", "b"),))
+
+
+def test_retry_budget_ends_in_redis_unavailable() -> None:
+    request = read("k", ("GET", "k"))
+    down = Outcome([], rx.ConnectionError("refused"), delivered=False)
+    answers = [down, None, None, down, None, None, down]
+    with pytest.raises(RedisUnavailable) as caught:
+        drive(request, answers)
+    assert not isinstance(caught.value, OutcomeUnknown)
+    assert "3 tries" in str(caught.value)
+
+
+def test_bad_credentials_are_not_retried() -> None:
+    request = read("k", ("GET", "k"))
+    with pytest.raises(RedisUnavailable, match="credentials"):
+        drive(request, [Outcome([], rx.AuthenticationError("WRONGPASS"), delivered=False)])
+
+
+def test_an_unexpected_error_reply_raises_server_error() -> None:
+    request = read("k", ("GET", "k"))
+    with pytest.raises(ServerError, match="WRONGTYPE"):
+        drive(request, [Outcome([rx.ResponseError("WRONGTYPE Operation against a key")])])
+
+
+def test_fan_out_groups_by_node_and_sends_in_one_batch() -> None:
+    step = (read("a", ("GET", "a")), read("b", ("GET", "b")), read("c", ("GET", "c")))
+    located = [("n1", "node1"), ("n2", "node2"), ("n1", "node1")]
+    result, seen = drive(step, [located, [Outcome([b"A", b"C"]), Outcome([b"B"])]])
+    assert result == [[b"A"], [b"B"], [b"C"]]
+    assert seen[0] == Locate(("a", "b", "c"))
+    assert seen[1] == Batch(
+        (Send("node1", (("GET", "a"), ("GET", "c"))), Send("node2", (("GET", "b"),)))
+    )
+
+
+def test_gather_reports_failures_per_request() -> None:
+    ok = write("a", ("INCR", "a"), idempotent=False)
+    lost = write("b", ("INCR", "b"), idempotent=False)
+    located = [("n1", "node1"), ("n2", "node2")]
+    broken = Outcome([], rx.TimeoutError("t"), delivered=True)
+    result, _ = drive(Gather((ok, lost)), [located, [Outcome([1]), broken]])
+    assert result[0] == [1]
+    assert isinstance(result[1], OutcomeUnknown)
+
+
+def test_gather_marks_unreachable_requests_as_not_applied() -> None:
+    a = write("a", ("INCR", "a"), idempotent=False)
+    down = Outcome([], rx.ConnectionError("refused"), delivered=False)
+    answers: list[Any] = [down]  # a single request needs no Locate
+    for _ in range(POLICY.attempts):
+        answers += [None, None, down]
+    result, _ = drive(Gather((a,)), answers)
+    assert type(result[0]) is RedisUnavailable
+
+
+def test_unlocated_slot_is_sent_by_route_and_retried() -> None:
+    step = (read("a", ("GET", "a")), read("b", ("GET", "b")))
+    nowhere = rx.SlotNotCoveredError("no node")
+    answers = [
+        [("n1", "node1"), nowhere],
+        [Outcome([b"A"]), Outcome([], nowhere, delivered=False)],
+        None,
+        None,
+    ]
+    answers += [[("n2", "node2")], Outcome([b"B"])]
+    result, _ = drive(step, answers)
+    assert result == [[b"A"], [b"B"]]
+
+
+def test_request_is_a_frozen_value() -> None:
+    request = Request("k", (("GET", "k"),), True)
+    with pytest.raises(AttributeError):
+        request.route = "j"  # type: ignore[misc]
