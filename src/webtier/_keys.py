@@ -84,6 +84,20 @@ class Keyspace:
         # back to exactly one (precision, name) pair and never equals ``known``.
         return f"{route}:{precision}:{name}"
 
+    # -- workers ----------------------------------------------------------------------
+    @property
+    def workers_route(self) -> str:
+        return f"{self.prefix}:{{w}}"
+
+    def worker(self, worker_id: str) -> str:
+        """Liveness key of one worker (a string with a TTL)."""
+        return f"{self.workers_route}:alive:{worker_id}"
+
+    @property
+    def workers(self) -> str:
+        """Zset of worker ids by their last heartbeat (server ms)."""
+        return f"{self.workers_route}:all"
+
 
 @lru_cache(maxsize=16384)
 def _counter_keys(prefix: str, name: str, shards: int, precisions: tuple[int, ...]) -> CounterKeys:

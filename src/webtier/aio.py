@@ -11,6 +11,7 @@ from typing import Any
 from webtier._drive import AsyncClient, AsyncTransport
 from webtier._facade import Part, async_op
 from webtier._ops import counters
+from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.recorder import AsyncRecorder
 
@@ -32,6 +33,12 @@ class Counters(Part):
         )
 
 
+class Workers(Part):
+    """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
+
+    alive = async_op(liveness.alive)
+
+
 class WebTier:
     """webtier on one asyncio redis-py client (``redis.asyncio.Redis`` or
     ``redis.asyncio.cluster.RedisCluster``), which it uses but does not own."""
@@ -42,3 +49,4 @@ class WebTier:
         self.transport = AsyncTransport(client, self.config.retry)
         run: Any = self.transport.run
         self.counters = Counters(run, self.config)
+        self.workers = Workers(run, self.config)

@@ -10,7 +10,10 @@ URL forms (the cluster form is webtier's own; the others are redis-py's):
 
 Query parameters are redis-py's (``socket_timeout=2.5``,
 ``client_name=shop``...). Unless the URL sets them, clients get timeouts
-fit for a web tier: connect within 2 s, a reply within 5 s.
+fit for a web tier (connect within 2 s, a reply within 5 s) and no redis-py
+retry: for webtier's operations webtier retries itself, by the rules of
+:mod:`webtier._wire`; for your own commands on the same client, pass
+``retry=`` if you want redis-py's.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import redis
 import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from webtier.config import Config
 from webtier.errors import ConfigError
@@ -34,6 +39,10 @@ DEFAULTS: dict[str, Any] = {
     "socket_connect_timeout": 2.0,
     "socket_timeout": 5.0,
     "health_check_interval": 30,
+    # webtier decides itself what may be sent again (see webtier._wire);
+    # redis-py's own retry would re-send increments after a timeout, and
+    # stack its backoff on top of webtier's.
+    "retry": Retry(NoBackoff(), 0),
 }
 _SCHEMES = {
     "redis": ("server", "redis"),

@@ -78,7 +78,7 @@ def server_version(binary: str) -> tuple[int, ...]:
     return tuple(int(x) for x in match.groups())
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+def die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
     # PR_SET_PDEATHSIG = 1: the kernel sends SIGTERM when the parent dies.
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
@@ -107,6 +107,7 @@ class EmbeddedRedis:
         return f"unix://{self.socket_path}"
 
     def start(self) -> EmbeddedRedis:
+        binary = find_redis_server(self.binary)
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         lock = (self.data_dir / "owner.lock").open("wb")
         try:
@@ -116,7 +117,14 @@ class EmbeddedRedis:
             self._wait_ready(None)
             return self
         self._lock, self.owner = lock, True
-        binary = find_redis_server(self.binary)
+        try:
+            self._launch(binary)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _launch(self, binary: str) -> None:
         log = self.data_dir / "redis.log"
         args = [
             binary,
@@ -136,15 +144,10 @@ class EmbeddedRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
         )
         atexit.register(self.stop)
-        try:
-            self._wait_ready(log)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        self._wait_ready(log)
 
     def _wait_ready(self, log: Path | None) -> None:
         deadline = time.monotonic() + _START_TIMEOUT

@@ -11,6 +11,7 @@ from typing import Any
 from webtier._drive import SyncClient, SyncTransport
 from webtier._facade import Part, sync_op
 from webtier._ops import counters
+from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.recorder import Recorder
 
@@ -31,6 +32,12 @@ class Counters(Part):
         )
 
 
+class Workers(Part):
+    """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
+
+    alive = sync_op(liveness.alive)
+
+
 class WebTier:
     """webtier on one sync redis-py client (``redis.Redis`` or
     ``redis.cluster.RedisCluster``), which it uses but does not own."""
@@ -41,3 +48,4 @@ class WebTier:
         self.transport = SyncTransport(client, self.config.retry)
         run: Any = self.transport.run
         self.counters = Counters(run, self.config)
+        self.workers = Workers(run, self.config)

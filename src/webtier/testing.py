@@ -16,6 +16,7 @@ import contextlib
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from typing import Any, cast
 
 import redis
 
-from webtier.embedded import find_redis_server, server_version
+from webtier.embedded import die_with_parent, find_redis_server, server_version
 from webtier.errors import EmbeddedServerError
 
 _READY_TIMEOUT = 30.0  # seconds
@@ -137,7 +138,12 @@ class RedisServer:
             args += ["--enable-debug-command", "local"]  # DEBUG SLEEP in fault tests
         args += self.extra
         self.process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            # A test run or bench that is killed outright takes its servers along.
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
         )
         client = self.client(socket_timeout=1)
         try:
@@ -208,7 +214,10 @@ class RedisCluster:
         """A webtier URL (``redis+cluster://``) naming every node as a seed."""
         return "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in self.ports)
 
+    replicas: int = 1
+
     def _create(self, replicas: int) -> None:
+        self.replicas = replicas
         cli = find_redis_cli(self.servers[0].binary)
         nodes = [f"127.0.0.1:{p}" for p in self.ports]
         command = [
@@ -229,7 +238,8 @@ class RedisCluster:
 
     def wait_healthy(self) -> None:
         """Until every node says the cluster is ok with all slots covered,
-        every node knows every other, and every replica's link is up."""
+        knows every other node and lists every range's replicas, and every
+        replica's link to its master is up."""
         clients = [s.client(socket_timeout=2) for s in self.servers]
         try:
             for client in clients:
@@ -243,6 +253,11 @@ class RedisCluster:
         if info.get("cluster_state") != "ok" or info.get("cluster_slots_ok") != "16384":
             return False
         if int(info.get("cluster_known_nodes", 0)) != len(self.servers):
+            return False
+        ranges = cast(Any, client).execute_command("CLUSTER SLOTS")
+        if any(
+            len(entry) - 3 < self.replicas for entry in ranges
+        ):  # [start, end, master, *replicas]
             return False
         replication = client.info("replication")
         return replication["role"] == "master" or replication.get("master_link_status") == "up"

@@ -1,0 +1,3 @@
+from webtier.cli import main
+
+main(prog_name="webtier")

@@ -1,0 +1,145 @@
+"""``webtier bench``: webtier against the book's listings, on a real server.
+
+Each subcommand is one benchmark module; the options every benchmark takes
+are declared once (:func:`bench_options`) and the run, rendering and
+clean-up are shared (:func:`run_bench`). Benchmarks report; they never fail
+on a timing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from webtier.bench import _render, counters
+from webtier.bench._harness import Harness, Settings
+from webtier.bench._results import Report, Row
+from webtier.errors import WebtierError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _process_counts(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(sorted({int(part) for part in value.split(",") if part.strip()}))
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise click.BadParameter("give process counts >= 1, separated by commas, e.g. 1,4")
+    return counts
+
+
+def bench_options(command: F) -> F:
+    """The options of every ``webtier bench`` subcommand."""
+    options = [
+        click.option(
+            "--url",
+            default=None,
+            help="Redis to measure (one server; databases N and N+1 must be empty, "
+            "the bench flushes them). Default: a redis-server of its own on loopback TCP.",
+        ),
+        click.option(
+            "--seconds", type=click.FloatRange(min=0, min_open=True), default=2.0,
+            show_default=True, help="Length of each timed run.",
+        ),
+        click.option(
+            "--repeat", type=click.IntRange(min=1), default=3, show_default=True,
+            help="Runs per figure; medians are reported.",
+        ),
+        click.option(
+            "--processes", default="1,4", show_default=True, callback=_process_counts,
+            help="Client process counts to measure with (redis-benchmark: connections).",
+        ),
+        click.option(
+            "--scale", type=click.FloatRange(min=0, min_open=True), default=1.0,
+            show_default=True, help="Multiply data set sizes by this (< 1 for a quick try).",
+        ),
+        click.option(
+            "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+            help="Also write the results to this JSON file.",
+        ),
+        click.option(
+            "--markdown", is_flag=True, help="Print Markdown tables (for the docs) instead."
+        ),
+    ]  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@contextlib.contextmanager
+def _exit_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into SystemExit, so that the server the bench started and
+    its worker processes are stopped on the way out (the default action would
+    kill this process alone and leave them running)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_bench(
+    title: str,
+    bench: Callable[[Harness], list[Row]],
+    *,
+    url: str | None,
+    seconds: float,
+    repeat: int,
+    processes: tuple[int, ...],
+    scale: float,
+    json_path: Path | None,
+    markdown: bool,
+) -> Report:
+    """Run ``bench`` on a fresh harness and print (and save) its report."""
+    progress = Console(stderr=True)
+    settings = Settings(seconds, repeat, processes, scale)
+    try:
+        with (
+            _exit_on_sigterm(),
+            Harness.open(settings, url, lambda line: progress.print(f"… {line}", style="dim")) as h,
+        ):
+            rows = bench(h)
+            report = h.report(title)
+    except WebtierError as error:
+        raise click.ClickException(str(error)) from error
+    report.rows = rows
+    if json_path is not None:
+        _render.write_json(report, json_path)
+    if markdown:
+        click.echo(_render.markdown(report))
+    else:
+        # Off a terminal, rich would wrap at 80 columns.
+        _render.print_rich(report, Console(width=None if sys.stdout.isatty() else 200))
+    return report
+
+
+@click.group("bench")
+def bench() -> None:
+    """Benchmarks: webtier against the book's listings on a real Redis.
+
+    Figures are medians; ratios matter more than absolute figures, which
+    depend on the machine. Targets are printed, never enforced.
+    """
+
+
+@bench.command("counters")
+@bench_options
+def counters_command(**options: Any) -> None:
+    """Counters: record, batched record, get, cleanup and memory, webtier vs book."""
+    run_bench(counters.TITLE, counters.run, **options)

@@ -1,0 +1,198 @@
+"""The ``webtier`` command (also ``python -m webtier``).
+
+Options shared by every command are declared once, on the group, and read
+from the environment here, at the edge: ``--url`` (``WEBTIER_REDIS_URL``),
+``--data-dir`` (``WEBTIER_DATA_DIR``), ``--prefix`` (``WEBTIER_PREFIX``).
+Without a URL, commands use webtier's embedded redis-server in the data
+directory; several webtier processes share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from webtier.bench.cli import bench
+from webtier.config import Config
+from webtier.connect import open as open_tier
+from webtier.embedded import EmbeddedRedis
+from webtier.errors import WebtierError
+from webtier.sync import WebTier
+from webtier.workers import ColdStop, Worker, jobs_named
+
+
+@dataclass(frozen=True)
+class Edge:
+    """What the shared options say: where Redis is and how keys are named."""
+
+    url: str | None
+    data_dir: Path | None
+    prefix: str
+
+    @contextlib.contextmanager
+    def tier(self) -> Iterator[WebTier]:
+        try:
+            with open_tier(
+                self.url, config=Config(prefix=self.prefix), data_dir=self.data_dir
+            ) as tier:
+                yield tier
+        except WebtierError as error:
+            raise click.ClickException(str(error)) from error
+
+
+pass_edge = click.make_pass_decorator(Edge)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--url",
+    envvar="WEBTIER_REDIS_URL",
+    help="Redis to use: redis://, rediss://, unix:// or redis+cluster://host:port[,...]. "
+    "Default: webtier's embedded redis-server.",
+)
+@click.option(
+    "--data-dir",
+    envvar="WEBTIER_DATA_DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the embedded redis-server keeps its data [default: ~/.local/share/webtier/redis].",
+)
+@click.option(
+    "--prefix", envvar="WEBTIER_PREFIX", default="webtier", show_default=True, help="Key prefix."
+)
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+@click.version_option(package_name="webtier")
+@click.pass_context
+def main(
+    ctx: click.Context, url: str | None, data_dir: Path | None, prefix: str, verbose: int
+) -> None:
+    """webtier: the Redis web tier of Redis in Action, for Python web apps."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    ctx.obj = Edge(url or None, data_dir, prefix)
+
+
+@contextlib.contextmanager
+def stop_on_signals(request_stop: Callable[[], None]) -> Iterator[None]:
+    """First SIGINT/SIGTERM: warm stop. Second: cold stop (raises ColdStop)."""
+    asked = False
+
+    def handler(signum: int, frame: types.FrameType | None) -> None:
+        nonlocal asked
+        if asked:
+            raise ColdStop
+        asked = True
+        click.echo("stopping after the current step (signal again to stop now)", err=True)
+        request_stop()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@main.command()
+@click.option("--job", "jobs", multiple=True, help="Run only this job (repeatable). Default: all.")
+@click.option("--once", is_flag=True, help="Run every job once, then exit.")
+@click.option("--heartbeat", default=5.0, show_default=True, help="Seconds between liveness beats.")
+@pass_edge
+def worker(edge: Edge, jobs: tuple[str, ...], once: bool, heartbeat: float) -> None:
+    """Run the maintenance jobs (counter cleanup...) until stopped."""
+    try:
+        chosen = jobs_named(jobs)
+    except WebtierError as error:
+        raise click.BadParameter(str(error), param_hint="--job") from error
+    with edge.tier() as tier:
+        runner = Worker(tier, chosen, heartbeat=heartbeat, once=once)
+        click.echo(f"worker {runner.id}: {', '.join(j.name for j in chosen)}", err=True)
+        try:
+            with stop_on_signals(runner.request_stop):
+                runner.run()
+        except ColdStop:
+            click.echo("stopped at once", err=True)
+            sys.exit(1)
+
+
+@main.command()
+@pass_edge
+def workers(edge: Edge) -> None:
+    """List the workers that are alive."""
+    with edge.tier() as tier:
+        for info in tier.workers.alive():
+            age = time.time() - info.beat
+            jobs = ", ".join(info.jobs)
+            click.echo(f"{info.id}  pid {info.pid} on {info.host}  jobs: {jobs}  beat {age:.0f} s ago")
+
+
+@main.command()
+@click.option(
+    "--duration", type=float, help="Stop after this many seconds (default: until Ctrl-C)."
+)
+@click.option("--rate", default=200.0, show_default=True, help="Simulated page views per second.")
+@pass_edge
+def demo(edge: Edge, duration: float | None, rate: float) -> None:
+    """Simulated shop traffic recorded into counters, shown live."""
+    from webtier.demo import run_demo
+
+    with edge.tier() as tier:
+        run_demo(tier, duration=duration, rate=rate)
+
+
+@main.command()
+@pass_edge
+def server(edge: Edge) -> None:
+    """Run the embedded redis-server in the foreground, for other processes."""
+    with EmbeddedRedis(edge.data_dir) as embedded:
+        role = "started" if embedded.owner else "already running"
+        click.echo(f"{role}: export WEBTIER_REDIS_URL={embedded.url}")
+        if not embedded.owner:
+            return
+        stop = threading.Event()
+        with stop_on_signals(stop.set), contextlib.suppress(ColdStop):
+            stop.wait()
+
+
+main.add_command(bench)
+
+
+@main.group()
+def counters() -> None:
+    """Read the time-series counters."""
+
+
+@counters.command("list")
+@click.argument("prefix", required=False)
+@pass_edge
+def counters_list(edge: Edge, prefix: str | None) -> None:
+    """Names of the counters with data, optionally only those starting with PREFIX."""
+    with edge.tier() as tier:
+        for name in tier.counters.names(prefix):
+            click.echo(name)
+
+
+@counters.command("show")
+@click.argument("name")
+@click.option(
+    "--precision", type=int, default=60, show_default=True, help="Slice length in seconds."
+)
+@pass_edge
+def counters_show(edge: Edge, name: str, precision: int) -> None:
+    """Samples of counter NAME at one precision, oldest first."""
+    with edge.tier() as tier:
+        try:
+            samples = tier.counters.get(name, precision)
+        except WebtierError as error:
+            raise click.ClickException(str(error)) from error
+        for start, count in samples:
+            click.echo(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(start))}  {count}")

@@ -1,0 +1,345 @@
+"""Maintenance workers: jobs run on a schedule, with warm and cold shutdown.
+
+A :class:`Job` is a pure step: given the config and its pass number, an
+operation that does one round of maintenance and says when it wants to run
+again. The worker loop is written once, as a generator (:func:`_program`)
+that yields what it needs done (run a step, beat, wait); :class:`Worker`
+drives it with blocking calls, :class:`AsyncWorker` with asyncio.
+
+Shutdown: :meth:`Worker.request_stop` is *warm*: the step under way finishes,
+the worker unregisters and returns. *Cold* shutdown interrupts the step:
+for the sync worker, raise :class:`ColdStop` in its thread (the CLI does so
+from its signal handler on a second signal); for the asyncio worker, call
+:meth:`AsyncWorker.request_force_stop`. Library code never installs signal
+handlers; the CLI does.
+
+A step that fails because Redis is away is retried with a growing backoff
+(up to 30 s), logged once when it starts failing, then every 30 s while it
+lasts, and once when it recovers; redis-py reconnects by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from webtier._ops import counters
+from webtier._ops import workers as liveness
+from webtier._protocol import Op
+from webtier.aio import WebTier as AsyncWebTier
+from webtier.config import Config
+from webtier.errors import ConfigError, RedisUnavailable, WebtierError
+from webtier.sync import WebTier
+
+log = logging.getLogger("webtier.worker")
+
+BACKOFF_FIRST = 0.5  # seconds
+BACKOFF_CAP = 30.0  # seconds
+REPORT_EVERY = 30.0  # seconds between two "still failing" lines
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one run of a job did."""
+
+    delay: float  # seconds until the job wants to run again
+    summary: str  # one line for the log
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    name: str
+    step: Callable[[Config, int], Op[Step]]  # (config, pass number) -> one round
+
+
+class ColdStop(BaseException):
+    """Raised in a sync worker's thread to stop it at once (the CLI raises it
+    from its signal handler on the second SIGINT/SIGTERM)."""
+
+
+# -- the jobs ---------------------------------------------------------------------------
+
+
+def _clean_counters(cfg: Config, pass_number: int) -> Op[Step]:
+    report = yield from counters.clean(cfg, pass_number)
+    summary = (
+        f"pass {pass_number}: {report.counters} counters, {report.samples_dropped} samples "
+        f"dropped, {report.counters_unlisted} unlisted in {report.seconds:.2f} s"
+    )
+    # The book: a pass a minute, less the time the pass took, at least 1 s apart.
+    return Step(max(cfg.counters.clean_interval - report.seconds, 1.0), summary)
+
+
+JOBS: dict[str, Job] = {
+    "counters": Job("counters", _clean_counters),
+}
+
+
+def jobs_named(names: Sequence[str] | None) -> list[Job]:
+    """The jobs of these names (all jobs when ``names`` is empty or None)."""
+    if not names:
+        return list(JOBS.values())
+    unknown = [n for n in names if n not in JOBS]
+    if unknown:
+        raise ConfigError(f"unknown job(s) {', '.join(unknown)}; known: {', '.join(JOBS)}")
+    return [JOBS[n] for n in names]
+
+
+# -- the loop, written once ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    job: Job
+    pass_number: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Beat:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Wait:
+    seconds: float
+
+
+@dataclass(slots=True)
+class _JobState:
+    due: float = 0.0  # monotonic time of its next run
+    passes: int = 0
+    failures: int = 0
+    failing_since: float | None = None
+    reported: float = 0.0
+
+
+@dataclass
+class Schedule:
+    """When each job runs next, and how its failures back off. Pure."""
+
+    jobs: Sequence[Job]
+    state: dict[str, _JobState] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.state = {job.name: _JobState() for job in self.jobs}
+
+    def due(self, now: float) -> list[Job]:
+        return [job for job in self.jobs if self.state[job.name].due <= now]
+
+    def succeeded(self, job: Job, step: Step, now: float) -> None:
+        state = self.state[job.name]
+        if state.failing_since is not None:
+            log.warning(
+                "%s: working again after %.0f s of failures", job.name, now - state.failing_since
+            )
+        state.due, state.failures, state.failing_since = now + step.delay, 0, None
+        state.passes += 1
+        log.info("%s: %s", job.name, step.summary)
+
+    def failed(self, job: Job, error: BaseException, now: float) -> None:
+        state = self.state[job.name]
+        state.failures += 1
+        delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (state.failures - 1))
+        state.due = now + delay
+        if state.failing_since is None:
+            state.failing_since = state.reported = now
+            log.warning("%s: failed (%s); retrying with backoff", job.name, error)
+        elif now - state.reported >= REPORT_EVERY:
+            state.reported = now
+            log.warning("%s: still failing after %d tries (%s)", job.name, state.failures, error)
+
+    def wait(self, now: float) -> float:
+        return max(0.0, min(s.due for s in self.state.values()) - now)
+
+    def each_ran_once(self) -> bool:
+        return all(s.passes > 0 for s in self.state.values())
+
+
+def _program(
+    schedule: Schedule, heartbeat: float, once: bool, stopping: Callable[[], bool]
+) -> Generator[_Run | _Beat | _Wait, Any, None]:
+    """The worker's loop. ``_Run`` is answered with a Step or the exception
+    the step raised."""
+    next_beat = 0.0
+    while not stopping():
+        now = time.monotonic()
+        if now >= next_beat:
+            yield _Beat()
+            next_beat = now + heartbeat
+        for job in schedule.due(now):
+            if stopping():
+                return
+            outcome = yield _Run(job, schedule.state[job.name].passes)
+            if isinstance(outcome, Step):
+                schedule.succeeded(job, outcome, time.monotonic())
+            elif not stopping():  # a step cut short by a cold stop is no failure
+                schedule.failed(job, outcome, time.monotonic())
+        if once and schedule.each_ran_once():
+            return
+        now = time.monotonic()
+        yield _Wait(min(schedule.wait(now), max(0.0, next_beat - now)))
+
+
+def _worker_info(worker_id: str, jobs: Sequence[Job], started: float) -> liveness.WorkerInfo:
+    return liveness.WorkerInfo(
+        worker_id,
+        socket.gethostname(),
+        os.getpid(),
+        started,
+        tuple(j.name for j in jobs),
+        time.time(),
+    )
+
+
+def _new_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def _step_error(error: BaseException) -> None:
+    if not isinstance(error, WebtierError):  # a bug, not an outage: keep its traceback
+        log.error("step raised", exc_info=error)
+
+
+class Worker:
+    """Runs jobs on a sync :class:`~webtier.sync.WebTier` until stopped."""
+
+    def __init__(
+        self,
+        tier: WebTier,
+        jobs: Sequence[Job] | None = None,
+        *,
+        heartbeat: float = 5.0,
+        once: bool = False,
+        worker_id: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.tier, self.jobs = tier, list(jobs or JOBS.values())
+        self.heartbeat, self.once = heartbeat, once
+        self.id = worker_id or _new_id()
+        self._stop = stop or threading.Event()  # set it to stop warm
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def request_stop(self) -> None:
+        """Warm stop: finish the step under way, then return from :meth:`run`."""
+        self._stop.set()
+
+    def run(self) -> None:
+        started = time.time()
+        program = _program(Schedule(self.jobs), self.heartbeat, self.once, self._stop.is_set)
+        try:
+            answer: Any = None
+            while True:
+                try:
+                    action = program.send(answer)
+                except StopIteration:
+                    return
+                answer = self._carry_out(action, started)
+        finally:
+            with contextlib.suppress(WebtierError):
+                self.tier.transport.run(liveness.retire(self.tier.config, self.id))
+
+    def _carry_out(self, action: _Run | _Beat | _Wait, started: float) -> Any:
+        if isinstance(action, _Run):
+            try:
+                return self.tier.transport.run(
+                    action.job.step(self.tier.config, action.pass_number)
+                )
+            except Exception as error:  # the worker outlives any failed step
+                _step_error(error)
+                return error
+        if isinstance(action, _Beat):
+            info = _worker_info(self.id, self.jobs, started)
+            with contextlib.suppress(RedisUnavailable):
+                self.tier.transport.run(
+                    liveness.heartbeat(self.tier.config, info, 3 * self.heartbeat)
+                )
+            return None
+        self._stop.wait(action.seconds)
+        return None
+
+
+class AsyncWorker:
+    """Runs jobs on an asyncio :class:`~webtier.aio.WebTier` until stopped."""
+
+    def __init__(
+        self,
+        tier: AsyncWebTier,
+        jobs: Sequence[Job] | None = None,
+        *,
+        heartbeat: float = 5.0,
+        once: bool = False,
+        worker_id: str | None = None,
+    ) -> None:
+        self.tier, self.jobs = tier, list(jobs or JOBS.values())
+        self.heartbeat, self.once = heartbeat, once
+        self.id = worker_id or _new_id()
+        self._stop = asyncio.Event()
+        self._step: asyncio.Task[Any] | None = None
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def request_stop(self) -> None:
+        """Warm stop: finish the step under way, then return from :meth:`run`."""
+        self._stop.set()
+
+    def request_force_stop(self) -> None:
+        """Cold stop: cancel the step under way, then return from :meth:`run`."""
+        self._stop.set()
+        if self._step is not None:
+            self._step.cancel()
+
+    async def run(self) -> None:
+        started = time.time()
+        program = _program(Schedule(self.jobs), self.heartbeat, self.once, self._stop.is_set)
+        try:
+            answer: Any = None
+            while True:
+                try:
+                    action = program.send(answer)
+                except StopIteration:
+                    return
+                answer = await self._carry_out(action, started)
+        finally:
+            with contextlib.suppress(WebtierError):
+                await self.tier.transport.run(liveness.retire(self.tier.config, self.id))
+
+    async def _carry_out(self, action: _Run | _Beat | _Wait, started: float) -> Any:
+        if isinstance(action, _Run):
+            self._step = asyncio.ensure_future(
+                self.tier.transport.run(action.job.step(self.tier.config, action.pass_number))
+            )
+            try:
+                return await self._step
+            except asyncio.CancelledError:
+                if self._stop.is_set() and self._step.cancelled():
+                    return asyncio.CancelledError()  # cold stop: the loop sees stopping()
+                raise
+            except Exception as error:
+                _step_error(error)
+                return error
+            finally:
+                self._step = None
+        if isinstance(action, _Beat):
+            info = _worker_info(self.id, self.jobs, started)
+            with contextlib.suppress(RedisUnavailable):
+                await self.tier.transport.run(
+                    liveness.heartbeat(self.tier.config, info, 3 * self.heartbeat)
+                )
+            return None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), action.seconds)
+        return None

