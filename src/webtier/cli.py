@@ -132,7 +132,9 @@ def workers(edge: Edge) -> None:
         for info in tier.workers.alive():
             age = time.time() - info.beat
             jobs = ", ".join(info.jobs)
-            click.echo(f"{info.id}  pid {info.pid} on {info.host}  jobs: {jobs}  beat {age:.0f} s ago")
+            click.echo(
+                f"{info.id}  pid {info.pid} on {info.host}  jobs: {jobs}  beat {age:.0f} s ago"
+            )
 
 
 @main.command()

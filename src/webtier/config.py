@@ -59,6 +59,10 @@ class CounterSettings:
     shards: int = 64
     clean_interval: float = 60.0  # seconds between two cleanup passes
 
+    # Derived once here, because recording reads them on every call.
+    seconds: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    script_settings: str = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         seconds = [p.seconds for p in self.precisions]
         _require(len(seconds) > 0, "at least one precision is needed")
@@ -66,6 +70,12 @@ class CounterSettings:
         _require(seconds == sorted(seconds), f"precisions must be ascending: {seconds}")
         _require(_is_int(self.shards) and 1 <= self.shards <= 16384, "shards must be 1..16384")
         _require(self.clean_interval > 0, "clean_interval must be > 0")
+        object.__setattr__(self, "seconds", tuple(seconds))
+        # An index entry outlives the longest retention by a minute, so a name
+        # is never unlisted while a key written at the same instant lives.
+        horizon_ms = self.horizon * 1000 + 60_000
+        triples = " ".join(f"{p.seconds}:{p.samples}:{p.span * 1000}" for p in self.precisions)
+        object.__setattr__(self, "script_settings", f"{horizon_ms} {triples}")
 
     @classmethod
     def of(

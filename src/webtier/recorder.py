@@ -54,52 +54,70 @@ class Tally:
     def __init__(self, granule: int, max_pending: int, on_full: Callable[[], None]) -> None:
         self._lock = threading.Lock()
         self._sums: dict[tuple[str, int], int] = {}
-        self._state = [0, False]  # [increments waiting, closed]
-        self.add = self._make_add(granule, max_pending, on_full)
+        self.add, self._pending, self._clear, self.close = self._make_add(
+            granule, max_pending, on_full
+        )
 
     def _make_add(
         self, granule: int, max_pending: int, on_full: Callable[[], None]
-    ) -> Callable[..., None]:
-        sums, lock, state, clock = self._sums, self._lock, self._state, time.time
+    ) -> tuple[Callable[..., None], Callable[[], int], Callable[[], None], Callable[[], None]]:
+        # Everything add() touches is a local of this closure: on this path
+        # each attribute lookup costs as much as the sum itself.
+        sums, clock, max_count = self._sums, time.time, counters.MAX_COUNT
+        acquire, release, get = self._lock.acquire, self._lock.release, self._sums.get
         checked: set[str] = set()
-        max_count = counters.MAX_COUNT
+        pending = 0  # increments added since the last take()
+        closed = False
 
         def add(name: str, count: int = 1, now: float | None = None) -> None:
             """Count ``count`` for counter ``name`` at ``now`` (default: now).
             Checked here; sent with the next flush."""
-            if state[1]:
+            nonlocal pending
+            if closed:
                 raise RuntimeError("this recorder is closed")
             if name not in checked:
                 check_name("name", name)
                 if len(checked) > 100_000:  # bound the cache, not the names
                     checked.clear()
                 checked.add(name)
-            if type(count) is not int or not -max_count <= count <= max_count:
+            if count.__class__ is not int or count > max_count or count < -max_count:
                 count = counters.check_count(count)
             at = clock() if now is None else counters.check_time(now)
             key = (name, int(at) if granule == 1 else int(at // granule) * granule)
-            with lock:
-                sums[key] = sums.get(key, 0) + count
-                state[0] += 1
-                waiting = state[0]
-            if waiting == max_pending:
+            acquire()
+            try:
+                sums[key] = get(key, 0) + count
+                pending += 1
+                full = pending == max_pending
+            finally:
+                release()
+            if full:
                 on_full()
 
-        return add
+        def waiting() -> int:
+            return pending
+
+        def clear() -> None:  # with the lock held
+            nonlocal pending
+            pending = 0
+
+        def close() -> None:
+            """Refuse further increments (what waits can still be taken)."""
+            nonlocal closed
+            closed = True
+
+        return add, waiting, clear, close
 
     @property
     def pending(self) -> int:
-        return int(self._state[0])
-
-    def close(self) -> None:
-        self._state[1] = True
+        return self._pending()
 
     def take(self) -> list[counters.Entry]:
         with self._lock:
             # Cleared in place: the add closure holds this very dict.
             sums = list(self._sums.items())
             self._sums.clear()
-            self._state[0] = 0
+            self._clear()
         return [(name, total, float(at)) for (name, at), total in sums if total]
 
     def put_back(self, entries: Iterable[counters.Entry]) -> None:

@@ -41,21 +41,9 @@ def test_record_is_one_script_call_with_every_slice() -> None:
         "p:{c:3}:1:hits",
         "p:{c:3}:60:hits",
     )
-    horizon = (60 * 10 + 60) * 1000
-    assert call.args == (
-        2,
-        horizon,
-        1,
-        10,
-        10_000,
-        60,
-        10,
-        600_000,
-        "hits",
-        3,
-        1_000_000_123,
-        1_000_000_080,
-    )
+    # Settings travel as one string, read by the script only when a slice is new.
+    settings = "660000 1:10:10000 60:10:600000"  # horizon ms (600 s + 60 s), then s:samples:ttl ms
+    assert call.args == (settings, "hits", 3, 1_000_000_123, 1_000_000_080)
 
 
 def test_zero_records_nothing() -> None:

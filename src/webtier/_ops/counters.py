@@ -21,7 +21,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from operator import itemgetter
 from typing import TypeVar
 
@@ -40,11 +39,9 @@ CLEAN = Script.load("counter_clean")
 MAX_COUNT = 2**53
 # Timestamps: seconds since the epoch, from 1970 to the year 2514.
 MAX_TIME = 2**34
-# An index grace past the longest retention, so a name is never unlisted
-# while the key written at the same instant is still alive.
-_HORIZON_GRACE_MS = 60_000
 
 Sample = tuple[int, int]
+Entry = tuple[str, int, float]  # name, count, time
 X = TypeVar("X")
 
 
@@ -97,28 +94,18 @@ def _precision_index(settings: CounterSettings, precision: object) -> int:
 # -- recording ------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=64)
-def _record_preamble(settings: CounterSettings) -> tuple[Arg, ...]:
-    # Reloaded in every call: the script stays stateless, the settings live here.
-    per_precision: list[Arg] = []
-    for p in settings.precisions:
-        per_precision += [p.seconds, p.samples, p.span * 1000]
-    horizon_ms = settings.horizon * 1000 + _HORIZON_GRACE_MS
-    return (len(settings.precisions), horizon_ms, *per_precision)
-
-
 def _record_request(cfg: Config, entries: Sequence[Entry]) -> Request:
     """One script call adding every entry (all in the same shard)."""
     settings = cfg.counters
-    seconds = tuple(p.seconds for p in settings.precisions)
+    seconds, shards, counter_keys = settings.seconds, settings.shards, cfg.keys.counter
     keys: list[str] = []
-    args: list[Arg] = list(_record_preamble(settings))
+    args: list[Arg] = [settings.script_settings]
     route = index = ""
     for name, count, now in entries:
-        ck = cfg.keys.counter(name, settings.shards, seconds)
+        ck = counter_keys(name, shards, seconds)
         route, index = ck.route, ck.index
         keys += ck.samples
-        args += [name, count, *(int(now // s) * s for s in seconds)]
+        args += [name, count, *[int(now // s) * s for s in seconds]]
     return write(route, ScriptCall(RECORD, (index, *keys), tuple(args)), idempotent=False)
 
 
@@ -131,9 +118,6 @@ def record(cfg: Config, name: str, count: int = 1, now: float | None = None) -> 
     at = time.time() if now is None else check_time(now)
     if value:
         yield _record_request(cfg, ((name, value, at),))
-
-
-Entry = tuple[str, int, float]  # name, count, time
 
 
 def record_many(
@@ -197,7 +181,7 @@ def get_many(
     settings = cfg.counters
     at = _precision_index(settings, precision)
     wanted = list(dict.fromkeys(check_name("names", n) for n in names))
-    seconds = tuple(p.seconds for p in settings.precisions)
+    seconds = settings.seconds
     requests = []
     groups = by_shard(cfg, wanted, str)
     for group in groups:
@@ -251,7 +235,7 @@ def clean(
         repr(at - p.span) if is_due else "-"
         for p, is_due in zip(settings.precisions, due, strict=True)
     ]
-    seconds = tuple(p.seconds for p in settings.precisions)
+    seconds = settings.seconds
     cursors = {cfg.keys.counter_shard(s): b"0" for s in range(settings.shards)}
     visited = dropped = unlisted = 0
     while cursors:
