@@ -6,9 +6,11 @@ These tests start servers of their own: they stall, kill and restart them.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -30,17 +32,25 @@ def server() -> Iterator[RedisServer]:
         yield running
 
 
-def stall(server: RedisServer, seconds: float) -> threading.Thread:
-    """Block the server for ``seconds`` (DEBUG SLEEP), from another client."""
+class Stall:
+    """Blocks the server for ``seconds`` with DEBUG SLEEP, sent synchronously
+    on a socket of its own, so the stall is certain to have begun before the
+    test goes on, however loaded the machine is."""
 
-    def sleep() -> None:
-        with server.client() as client:
-            client.execute_command("DEBUG", "SLEEP", seconds)
+    def __init__(self, server: RedisServer, seconds: float) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", server.port))
+        self.sock.sendall(f"DEBUG SLEEP {seconds}\r\n".encode())
+        time.sleep(0.2)  # an idle server picks it up at once
 
-    thread = threading.Thread(target=sleep)
-    thread.start()
-    time.sleep(0.1)  # let the DEBUG SLEEP reach the server first
-    return thread
+    def join(self) -> None:
+        """Wait for the end of the stall."""
+        self.sock.settimeout(60)
+        assert self.sock.recv(16).startswith(b"+OK")
+        self.sock.close()
+
+
+def stall(server: RedisServer, seconds: float) -> Stall:
+    return Stall(server, seconds)
 
 
 def total(server: RedisServer, prefix: str, name: str) -> int:
@@ -64,7 +74,7 @@ async def test_asyncio_api_never_applies_an_increment_twice(server: RedisServer)
     client = redis.asyncio.Redis(port=server.port, socket_timeout=0.3)
     tier = webtier.AsyncWebTier(client, Config(prefix="astall"))
     await tier.counters.record("hits", 1, now=NOW)
-    sleeper = await asyncio.to_thread(stall, server, 1.5)
+    sleeper = stall(server, 1.5)
     with pytest.raises(webtier.OutcomeUnknown):
         await tier.counters.record("hits", 1, now=NOW)
     await asyncio.to_thread(sleeper.join)
@@ -98,20 +108,27 @@ def test_a_restart_mid_load_fails_cleanly_and_recovers(server: RedisServer) -> N
                 other.append(error)
                 return
 
+    def wait_for(check: Any, what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not check():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.02)
+
     loader = threading.Thread(target=load)
     loader.start()
-    time.sleep(0.5)
-    server.kill()
-    time.sleep(0.5)
-    server.launch()  # same port, empty (no persistence)
-    time.sleep(0.5)
-    before = outcomes["ok"]
-    time.sleep(0.5)
-    stop.set()
-    loader.join()
+    try:
+        wait_for(lambda: outcomes["ok"] > 0, "no record succeeded before the restart")
+        server.kill()
+        # Down until a record has given up: a shorter outage is ridden out
+        # by the retry budget, which is right but not what this tests.
+        wait_for(lambda: outcomes["unavailable"] > 0 or other, "no record failed while down")
+        server.launch()  # same port, empty (no persistence)
+        before = outcomes["ok"]
+        wait_for(lambda: outcomes["ok"] > before or other, "recording did not resume")
+    finally:
+        stop.set()
+        loader.join()
     assert other == []
-    assert outcomes["unavailable"] > 0
-    assert outcomes["ok"] > before, "recording did not resume after the restart"
     assert total(server, "restart", "hits") > 0
 
 
