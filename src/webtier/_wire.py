@@ -180,16 +180,18 @@ def _wire_commands(request: Request) -> tuple[Command, ...]:
 
 def exchange(step: Step, policy: RetryPolicy) -> Generator[Action, Any, Any]:
     """Carry out one step; return its replies (a list, or a list of lists)."""
-    if isinstance(step, Request):
-        # The hot path: one request, sent once, every reply fine.
-        outcome: Outcome = yield Send(step.route, _wire_commands(step))
-        if outcome.error is None and not any(map(_is_error, outcome.replies)):
-            return outcome.replies
-        results = yield from _recover((step,), policy, first=outcome)
-    elif isinstance(step, Gather):
+    if isinstance(step, Gather):
         return (yield from _recover(step.requests, policy, first=None))
+    requests = (step,) if isinstance(step, Request) else step
+    if len(requests) == 1:
+        # The hot path: one request, sent once, every reply fine.
+        outcome: Outcome = yield Send(requests[0].route, _wire_commands(requests[0]))
+        if outcome.error is None and not any(map(_is_error, outcome.replies)):
+            results: list[Any] = [outcome.replies]
+        else:
+            results = yield from _recover(requests, policy, first=outcome)
     else:
-        results = yield from _recover(step, policy, first=None)
+        results = yield from _recover(requests, policy, first=None)
     for result in results:
         if isinstance(result, WebtierError):
             raise result

@@ -192,3 +192,15 @@ def test_request_is_a_frozen_value() -> None:
     request = Request("k", (("GET", "k"),), True)
     with pytest.raises(AttributeError):
         request.route = "j"  # type: ignore[misc]
+
+
+def test_a_fan_out_of_one_takes_the_hot_path() -> None:
+    result, seen = drive((read("k", ("GET", "k")),), [Outcome([b"v"])])
+    assert result == [[b"v"]]
+    assert seen == [Send("k", (("GET", "k"),))]  # no Locate
+
+
+def test_a_fan_out_of_one_recovers_like_a_request() -> None:
+    step = (write("k", ("INCR", "k"), idempotent=False),)
+    result, _ = drive(step, [Outcome([rx.MovedError("1 h:1")]), None, Outcome([1])])
+    assert result == [[1]]
