@@ -127,7 +127,7 @@ def config(prefix: str) -> webtier.Config:
 def sync_client(redis_url: str) -> Iterator[Any]:
     client = webtier.connect(redis_url)
     yield client
-    client.close()
+    webtier.disconnect(client)
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ async def tier_factory(api: str, redis_url: str) -> AsyncIterator[Any]:
         if isinstance(client, redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster):
             await client.aclose()
         else:
-            client.close()
+            webtier.disconnect(client)
 
 
 @pytest.fixture
@@ -202,7 +202,7 @@ def all_keys(url: str, pattern: str) -> list[bytes]:
             )
         return sorted(client.scan_iter(match=pattern, count=1000))
     finally:
-        client.close()
+        webtier.disconnect(client)
 
 
 @pytest.fixture

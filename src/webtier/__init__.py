@@ -6,7 +6,7 @@ you already have in :class:`WebTier` / :class:`AsyncWebTier`.
 
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config, CounterSettings, Precision, RetryPolicy
-from webtier.connect import connect, connect_async, open, open_async
+from webtier.connect import connect, connect_async, disconnect, open, open_async
 from webtier.embedded import EmbeddedRedis
 from webtier.errors import (
     ConfigError,
@@ -40,6 +40,7 @@ __all__ = [
     "WebtierError",
     "connect",
     "connect_async",
+    "disconnect",
     "open",
     "open_async",
 ]

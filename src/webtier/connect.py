@@ -116,6 +116,20 @@ def connect_async(
     return redis.asyncio.Redis.from_url(target.url, **target.options)
 
 
+def disconnect(client: redis.Redis | redis.cluster.RedisCluster) -> None:
+    """Close a sync client and every connection it holds.
+
+    For Redis Cluster, redis-py 8's ``close()`` leaves the pools of its node
+    clients connected (their sockets linger until garbage collection); this
+    closes them too.
+    """
+    if isinstance(client, redis.cluster.RedisCluster):
+        for node in client.get_nodes():
+            if node.redis_connection is not None:
+                node.redis_connection.connection_pool.disconnect()
+    client.close()
+
+
 @contextlib.contextmanager
 def open(
     url: str | None = None, *, config: Config | None = None, data_dir: str | Path | None = None
@@ -132,7 +146,7 @@ def open(
         if url is None:
             url = stack.enter_context(EmbeddedRedis(data_dir)).url
         client = connect(url)
-        stack.callback(client.close)
+        stack.callback(disconnect, client)
         yield WebTier(client, config)
 
 

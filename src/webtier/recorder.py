@@ -141,14 +141,26 @@ class Tally:
         return FlushReport(sent, kept, lost)
 
 
-def _check_timing(flush_interval: float, max_pending: int) -> None:
-    if not flush_interval > 0:
-        raise ConfigError("flush_interval must be > 0 seconds")
-    if max_pending < 1:
-        raise ConfigError("max_pending must be >= 1")
+class _RecorderBase:
+    """What the sync and asyncio recorders share: the tally and its timing."""
+
+    def __init__(
+        self,
+        config: Config,
+        flush_interval: float,
+        max_pending: int,
+        wake: threading.Event | asyncio.Event,
+    ) -> None:
+        if not flush_interval > 0:
+            raise ConfigError("flush_interval must be > 0 seconds")
+        if max_pending < 1:
+            raise ConfigError("max_pending must be >= 1")
+        self._config, self._interval, self._wake = config, flush_interval, wake
+        self._tally = Tally(config.counters.granule, max_pending, wake.set)
+        self.incr = self._tally.add
 
 
-class Recorder:
+class Recorder(_RecorderBase):
     """Batched recording for the sync API; flushes from a daemon thread.
 
     Use it as a context manager or call :meth:`close`; an interpreter that
@@ -156,6 +168,8 @@ class Recorder:
     no atexit hook: call :meth:`flush_on_signals` from the main thread to
     flush first, or stop the process through your server's graceful shutdown.
     """
+
+    _wake: threading.Event
 
     def __init__(
         self,
@@ -165,12 +179,8 @@ class Recorder:
         flush_interval: float = 0.1,
         max_pending: int = 10_000,
     ) -> None:
-        _check_timing(flush_interval, max_pending)
-        self._run, self._config = run, config
-        self._interval = flush_interval
-        self._wake = threading.Event()
-        self._tally = Tally(config.counters.granule, max_pending, self._wake.set)
-        self.incr = self._tally.add
+        super().__init__(config, flush_interval, max_pending, threading.Event())
+        self._run = run
         self._flushing = threading.Lock()
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="webtier-recorder", daemon=True)
@@ -234,12 +244,14 @@ class Recorder:
         self.close()
 
 
-class AsyncRecorder:
+class AsyncRecorder(_RecorderBase):
     """Batched recording for the asyncio API; flushes from a task.
 
     Create it inside a running loop, call :meth:`incr` from that loop's
     thread, and ``await aclose()`` (or use ``async with``) before the loop ends.
     """
+
+    _wake: asyncio.Event
 
     def __init__(
         self,
@@ -249,12 +261,8 @@ class AsyncRecorder:
         flush_interval: float = 0.1,
         max_pending: int = 10_000,
     ) -> None:
-        _check_timing(flush_interval, max_pending)
-        self._run, self._config = run, config
-        self._interval = flush_interval
-        self._wake = asyncio.Event()
-        self._tally = Tally(config.counters.granule, max_pending, self._wake.set)
-        self.incr = self._tally.add
+        super().__init__(config, flush_interval, max_pending, asyncio.Event())
+        self._run = run
         self._flushing = asyncio.Lock()
         self._closed = False
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="webtier-recorder")

@@ -189,17 +189,6 @@ def _program(
         yield _Wait(min(schedule.wait(now), max(0.0, next_beat - now)))
 
 
-def _worker_info(worker_id: str, jobs: Sequence[Job], started: float) -> liveness.WorkerInfo:
-    return liveness.WorkerInfo(
-        worker_id,
-        socket.gethostname(),
-        os.getpid(),
-        started,
-        tuple(j.name for j in jobs),
-        time.time(),
-    )
-
-
 def _new_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
@@ -209,8 +198,49 @@ def _step_error(error: BaseException) -> None:
         log.error("step raised", exc_info=error)
 
 
-class Worker:
+class _WorkerBase:
+    """What the sync and asyncio workers share: identity, jobs, stop event."""
+
+    def __init__(
+        self,
+        config: Config,
+        jobs: Sequence[Job] | None,
+        heartbeat: float,
+        once: bool,
+        worker_id: str | None,
+        stop: threading.Event | asyncio.Event,
+    ) -> None:
+        self.config = config
+        self.jobs = list(jobs or JOBS.values())
+        self.heartbeat, self.once = heartbeat, once
+        self.id = worker_id or _new_id()
+        self._stop = stop  # set it to stop warm
+        self._started = time.time()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def request_stop(self) -> None:
+        """Warm stop: finish the step under way, then return from ``run``."""
+        self._stop.set()
+
+    def _program(self) -> Generator[_Run | _Beat | _Wait, Any, None]:
+        self._started = time.time()
+        return _program(Schedule(self.jobs), self.heartbeat, self.once, self._stop.is_set)
+
+    def _beat(self) -> Op[None]:
+        jobs = tuple(j.name for j in self.jobs)
+        info = liveness.WorkerInfo(
+            self.id, socket.gethostname(), os.getpid(), self._started, jobs, time.time()
+        )
+        return liveness.heartbeat(self.config, info, 3 * self.heartbeat)
+
+
+class Worker(_WorkerBase):
     """Runs jobs on a sync :class:`~webtier.sync.WebTier` until stopped."""
+
+    _stop: threading.Event
 
     def __init__(
         self,
@@ -222,22 +252,11 @@ class Worker:
         worker_id: str | None = None,
         stop: threading.Event | None = None,
     ) -> None:
-        self.tier, self.jobs = tier, list(jobs or JOBS.values())
-        self.heartbeat, self.once = heartbeat, once
-        self.id = worker_id or _new_id()
-        self._stop = stop or threading.Event()  # set it to stop warm
-
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
-    def request_stop(self) -> None:
-        """Warm stop: finish the step under way, then return from :meth:`run`."""
-        self._stop.set()
+        super().__init__(tier.config, jobs, heartbeat, once, worker_id, stop or threading.Event())
+        self.tier = tier
 
     def run(self) -> None:
-        started = time.time()
-        program = _program(Schedule(self.jobs), self.heartbeat, self.once, self._stop.is_set)
+        program = self._program()
         try:
             answer: Any = None
             while True:
@@ -245,12 +264,12 @@ class Worker:
                     action = program.send(answer)
                 except StopIteration:
                     return
-                answer = self._carry_out(action, started)
+                answer = self._carry_out(action)
         finally:
             with contextlib.suppress(WebtierError):
                 self.tier.transport.run(liveness.retire(self.tier.config, self.id))
 
-    def _carry_out(self, action: _Run | _Beat | _Wait, started: float) -> Any:
+    def _carry_out(self, action: _Run | _Beat | _Wait) -> Any:
         if isinstance(action, _Run):
             try:
                 return self.tier.transport.run(
@@ -260,18 +279,17 @@ class Worker:
                 _step_error(error)
                 return error
         if isinstance(action, _Beat):
-            info = _worker_info(self.id, self.jobs, started)
             with contextlib.suppress(RedisUnavailable):
-                self.tier.transport.run(
-                    liveness.heartbeat(self.tier.config, info, 3 * self.heartbeat)
-                )
+                self.tier.transport.run(self._beat())
             return None
         self._stop.wait(action.seconds)
         return None
 
 
-class AsyncWorker:
+class AsyncWorker(_WorkerBase):
     """Runs jobs on an asyncio :class:`~webtier.aio.WebTier` until stopped."""
+
+    _stop: asyncio.Event
 
     def __init__(
         self,
@@ -282,19 +300,9 @@ class AsyncWorker:
         once: bool = False,
         worker_id: str | None = None,
     ) -> None:
-        self.tier, self.jobs = tier, list(jobs or JOBS.values())
-        self.heartbeat, self.once = heartbeat, once
-        self.id = worker_id or _new_id()
-        self._stop = asyncio.Event()
+        super().__init__(tier.config, jobs, heartbeat, once, worker_id, asyncio.Event())
+        self.tier = tier
         self._step: asyncio.Task[Any] | None = None
-
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
-    def request_stop(self) -> None:
-        """Warm stop: finish the step under way, then return from :meth:`run`."""
-        self._stop.set()
 
     def request_force_stop(self) -> None:
         """Cold stop: cancel the step under way, then return from :meth:`run`."""
@@ -303,8 +311,7 @@ class AsyncWorker:
             self._step.cancel()
 
     async def run(self) -> None:
-        started = time.time()
-        program = _program(Schedule(self.jobs), self.heartbeat, self.once, self._stop.is_set)
+        program = self._program()
         try:
             answer: Any = None
             while True:
@@ -312,12 +319,12 @@ class AsyncWorker:
                     action = program.send(answer)
                 except StopIteration:
                     return
-                answer = await self._carry_out(action, started)
+                answer = await self._carry_out(action)
         finally:
             with contextlib.suppress(WebtierError):
                 await self.tier.transport.run(liveness.retire(self.tier.config, self.id))
 
-    async def _carry_out(self, action: _Run | _Beat | _Wait, started: float) -> Any:
+    async def _carry_out(self, action: _Run | _Beat | _Wait) -> Any:
         if isinstance(action, _Run):
             self._step = asyncio.ensure_future(
                 self.tier.transport.run(action.job.step(self.tier.config, action.pass_number))
@@ -334,11 +341,8 @@ class AsyncWorker:
             finally:
                 self._step = None
         if isinstance(action, _Beat):
-            info = _worker_info(self.id, self.jobs, started)
             with contextlib.suppress(RedisUnavailable):
-                await self.tier.transport.run(
-                    liveness.heartbeat(self.tier.config, info, 3 * self.heartbeat)
-                )
+                await self.tier.transport.run(self._beat())
             return None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), action.seconds)

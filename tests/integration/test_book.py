@@ -24,7 +24,7 @@ def conn(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Any]:
     for key in stale:
         client.delete(key)
     yield client
-    client.close()
+    webtier.disconnect(client)
 
 
 def test_update_and_get_counter(conn: Any) -> None:

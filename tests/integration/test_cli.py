@@ -22,7 +22,7 @@ def run(*args: str) -> tuple[int, str]:
 def test_counters_list_and_show(redis_url: str, prefix: str) -> None:
     client = webtier.connect(redis_url)
     webtier.WebTier(client, webtier.Config(prefix=prefix)).counters.record("views:/", 7, now=NOW)
-    client.close()
+    webtier.disconnect(client)
     code, out = run("--url", redis_url, "--prefix", prefix, "counters", "list")
     assert (code, out) == (0, "views:/\n")
     code, out = run(
@@ -72,7 +72,7 @@ def test_demo_records_and_shows_counters(redis_url: str, prefix: str) -> None:
     assert "page views by precision" in out
     client = webtier.connect(redis_url)
     names = webtier.WebTier(client, webtier.Config(prefix=prefix)).counters.names("views:")
-    client.close()
+    webtier.disconnect(client)
     assert "views:all" in names
 
 

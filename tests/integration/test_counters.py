@@ -140,7 +140,7 @@ async def test_every_key_expires_by_itself(tier: Any, redis_url: str, prefix: st
             ttl = client.pttl(key)
             assert 0 < ttl <= (120 * 86400 + 60) * 1000, key
     finally:
-        client.close()
+        webtier.disconnect(client)
 
 
 async def test_the_index_forgets_names_whose_data_all_expired(
@@ -155,7 +155,7 @@ async def test_the_index_forgets_names_whose_data_all_expired(
         await tier.counters.record("fresh", now=NOW + 1)  # a new slice: the index is pruned
         assert client.zrange(index, 0, -1) == [b"fresh"]
     finally:
-        client.close()
+        webtier.disconnect(client)
 
 
 async def test_clean_drops_old_slices_and_unlists_empty_counters(
@@ -202,7 +202,7 @@ async def test_scripts_are_reloaded_after_a_script_flush(tier: Any, redis_url: s
         else:
             client.script_flush()
     finally:
-        client.close()
+        webtier.disconnect(client)
     await tier.counters.record("s", now=NOW)
     assert await tier.counters.get("s", 1) == [(slice_of(NOW, 1), 2)]
 
@@ -221,7 +221,7 @@ async def test_the_index_is_spread_over_every_master(
         }
         assert len(owners) == len(client.get_primaries()) == 3
     finally:
-        client.close()
+        webtier.disconnect(client)
     assert len(await tier.counters.names()) == 200
 
 

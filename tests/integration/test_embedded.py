@@ -48,12 +48,12 @@ def test_starts_persists_and_stops(tmp_path: Path) -> None:
         client = redis.Redis(unix_socket_path=str(server.socket_path))
         client.set("kept", "yes")
         assert client.config_get("port")["port"] == "0"  # no TCP
-        client.close()
+        webtier.disconnect(client)
     assert servers_for(tmp_path.resolve() / "redis.sock") == []
     with EmbeddedRedis(tmp_path) as server:  # again: the data came back from disk
         client = redis.Redis(unix_socket_path=str(server.socket_path))
         assert client.get("kept") == b"yes"
-        client.close()
+        webtier.disconnect(client)
 
 
 def test_a_second_process_is_a_guest(tmp_path: Path) -> None:

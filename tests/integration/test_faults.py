@@ -199,7 +199,7 @@ def test_graceful_failover_moves_and_reloads_scripts(own_cluster: RedisCluster) 
     # The old master answers MOVED/READONLY; the new one may lack the script.
     tier.counters.record("hits", 1, now=NOW)
     assert tier.counters.get("hits", 1) == [(NOW, 2)]
-    client.close()
+    webtier.disconnect(client)
 
 
 def test_a_killed_master_is_replaced_and_writes_resume(own_cluster: RedisCluster) -> None:
@@ -223,4 +223,4 @@ def test_a_killed_master_is_replaced_and_writes_resume(own_cluster: RedisCluster
     assert failures > 0
     samples = tier.counters.get("hits", 1)
     assert samples == [(NOW, 2)]  # the replica had the first write; no double apply
-    client.close()
+    webtier.disconnect(client)

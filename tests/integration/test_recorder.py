@@ -22,7 +22,7 @@ def read_total(url: str, prefix: str, name: str, precision: int = 86400) -> int:
         tier = webtier.WebTier(client, Config(prefix=prefix))
         return sum(count for _, count in tier.counters.get(name, precision))
     finally:
-        client.close()
+        webtier.disconnect(client)
 
 
 def test_sync_recorder_sums_into_the_right_slices(redis_url: str, config: Config) -> None:
@@ -36,7 +36,7 @@ def test_sync_recorder_sums_into_the_right_slices(redis_url: str, config: Config
         (int(NOW) + s, 3334 if s == 0 else 3333) for s in range(3)
     ]
     assert tier.counters.get("cold", 5) == [(int(NOW), 5)]
-    client.close()
+    webtier.disconnect(client)
 
 
 def test_max_pending_flushes_before_the_interval(redis_url: str, config: Config) -> None:
@@ -52,7 +52,7 @@ def test_max_pending_flushes_before_the_interval(redis_url: str, config: Config)
             time.sleep(0.02)
     finally:
         recorder.close()
-        client.close()
+        webtier.disconnect(client)
 
 
 def test_interval_flushes_on_its_own(redis_url: str, config: Config) -> None:
@@ -67,7 +67,7 @@ def test_interval_flushes_on_its_own(redis_url: str, config: Config) -> None:
             time.sleep(0.02)
     finally:
         recorder.close()
-        client.close()
+        webtier.disconnect(client)
 
 
 def test_closed_recorder_refuses_increments(redis_url: str, config: Config) -> None:
@@ -76,7 +76,7 @@ def test_closed_recorder_refuses_increments(redis_url: str, config: Config) -> N
     recorder.close()
     with pytest.raises(RuntimeError, match="closed"):
         recorder.incr("late")
-    client.close()
+    webtier.disconnect(client)
 
 
 @pytest.mark.anyio

@@ -39,7 +39,7 @@ def test_once_runs_each_job_and_unregisters(redis_url: str, config: Config) -> N
     tier.counters.record("c", 1, now=NOW)
     Worker(tier, once=True, heartbeat=0.1).run()
     assert tier.workers.alive() == []
-    client.close()
+    webtier.disconnect(client)
 
 
 def test_liveness_key_while_running(redis_url: str, config: Config) -> None:
@@ -62,7 +62,7 @@ def test_liveness_key_while_running(redis_url: str, config: Config) -> None:
         thread.join(timeout=10)
     assert not thread.is_alive()
     assert tier.workers.alive() == []
-    client.close()
+    webtier.disconnect(client)
 
 
 def test_warm_stop_finishes_the_step_under_way(
@@ -77,7 +77,7 @@ def test_warm_stop_finishes_the_step_under_way(
     worker.request_stop()
     thread.join(timeout=10)
     assert client.get(f"{config.prefix}:done") == b"1"  # finished, and no second step
-    client.close()
+    webtier.disconnect(client)
 
 
 COLD = """
@@ -117,7 +117,7 @@ def test_second_signal_stops_cold_and_still_unregisters(
         assert child.wait(timeout=20) == 3
     assert client.get(config.keys.worker(worker_id)) is None
     assert client.get(f"{config.prefix}:never") is None
-    client.close()
+    webtier.disconnect(client)
 
 
 def test_outage_backs_off_logs_once_and_recovers(
@@ -145,7 +145,7 @@ def test_outage_backs_off_logs_once_and_recovers(
     finally:
         worker.request_stop()
         thread.join(timeout=10)
-        client.close()
+        webtier.disconnect(client)
         server.stop()
     assert not thread.is_alive()
 
