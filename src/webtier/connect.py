@@ -124,7 +124,7 @@ def disconnect(client: redis.Redis | redis.cluster.RedisCluster) -> None:
     closes them too.
     """
     if isinstance(client, redis.cluster.RedisCluster):
-        for node in client.get_nodes():
+        for node in cast(Any, client).get_nodes():
             if node.redis_connection is not None:
                 node.redis_connection.connection_pool.disconnect()
     client.close()
