@@ -4,8 +4,9 @@ Start with :func:`open` (sync) or :func:`open_async`, or wrap a redis-py client
 you already have in :class:`WebTier` / :class:`AsyncWebTier`.
 """
 
+from webtier._ops.rows import RefreshReport, RowStatus
 from webtier.aio import WebTier as AsyncWebTier
-from webtier.config import Config, CounterSettings, Precision, RetryPolicy
+from webtier.config import Config, CounterSettings, Precision, RetryPolicy, RowSettings
 from webtier.connect import connect, connect_async, disconnect, open, open_async
 from webtier.embedded import EmbeddedRedis
 from webtier.errors import (
@@ -15,9 +16,11 @@ from webtier.errors import (
     OutcomeUnknown,
     RedisUnavailable,
     ServerError,
+    SourceError,
     WebtierError,
 )
 from webtier.recorder import AsyncRecorder, FlushReport, Recorder
+from webtier.rowsource import FunctionSource, Source
 from webtier.sync import WebTier
 
 __all__ = [
@@ -29,13 +32,19 @@ __all__ = [
     "EmbeddedRedis",
     "EmbeddedServerError",
     "FlushReport",
+    "FunctionSource",
     "InvalidInput",
     "OutcomeUnknown",
     "Precision",
     "Recorder",
     "RedisUnavailable",
+    "RefreshReport",
     "RetryPolicy",
+    "RowSettings",
+    "RowStatus",
     "ServerError",
+    "Source",
+    "SourceError",
     "WebTier",
     "WebtierError",
     "connect",

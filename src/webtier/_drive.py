@@ -24,7 +24,7 @@ import redis.asyncio.cluster
 import redis.cluster
 from redis import exceptions as rx
 
-from webtier._protocol import Command, Op, Reply, Step
+from webtier._protocol import Call, Command, Op, Reply, Step
 from webtier._wire import Action, Address, Batch, Locate, Outcome, Refresh, Send, Sleep, exchange
 from webtier.config import RetryPolicy
 from webtier.errors import ConfigError
@@ -53,6 +53,26 @@ def _node(cluster: Any, target: Any) -> Any:
             raise rx.ConnectionError(f"no known node at {target.host}:{target.port}")
         return node
     return target
+
+
+def _call(op: Op[Any], call: Call) -> Step | Call:
+    """Carry out a Call; send its result into ``op``, or throw its error in."""
+    try:
+        result = call.blocking()
+    except Exception as error:
+        return op.throw(error)
+    return op.send(result)
+
+
+async def _acall(op: Op[Any], call: Call) -> Step | Call:
+    try:
+        if call.awaitable is not None:
+            result = await call.awaitable()
+        else:
+            result = await asyncio.to_thread(call.blocking)
+    except Exception as error:
+        return op.throw(error)
+    return op.send(result)
 
 
 def _locate(cluster: Any, route: str) -> Any:
@@ -114,7 +134,10 @@ class SyncTransport:
         try:
             step = next(op)
             while True:
-                step = op.send(self.exchange(step))
+                if isinstance(step, Call):
+                    step = _call(op, step)
+                else:
+                    step = op.send(self.exchange(step))
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
@@ -209,7 +232,10 @@ class AsyncTransport:
         try:
             step = next(op)
             while True:
-                step = op.send(await self.exchange(step))
+                if isinstance(step, Call):
+                    step = await _acall(op, step)
+                else:
+                    step = op.send(await self.exchange(step))
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 

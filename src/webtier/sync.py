@@ -11,6 +11,7 @@ from typing import Any
 from webtier._drive import SyncClient, SyncTransport
 from webtier._facade import Part, sync_op
 from webtier._ops import counters
+from webtier._ops import rows as row_ops
 from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.recorder import Recorder
@@ -38,6 +39,22 @@ class Workers(Part):
     alive = sync_op(liveness.alive)
 
 
+# -- row cache ---------------------------------------------------------------------------
+
+
+class Rows(Part):
+    """Database rows kept fresh in Redis (Redis in Action 2.4): see docs/rows.md."""
+
+    schedule = sync_op(row_ops.schedule)
+    unschedule = sync_op(row_ops.unschedule)
+    get = sync_op(row_ops.get)
+    get_many = sync_op(row_ops.get_many)
+    invalidate = sync_op(row_ops.invalidate)
+    refresh_now = sync_op(row_ops.refresh_now)
+    refresh_due = sync_op(row_ops.refresh_due)
+    status = sync_op(row_ops.status)
+
+
 class WebTier:
     """webtier on one sync redis-py client (``redis.Redis`` or
     ``redis.cluster.RedisCluster``), which it uses but does not own."""
@@ -49,3 +66,4 @@ class WebTier:
         run: Any = self.transport.run
         self.counters = Counters(run, self.config)
         self.workers = Workers(run, self.config)
+        self.rows = Rows(run, self.config)

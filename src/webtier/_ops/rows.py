@@ -1,0 +1,437 @@
+"""The row cache (Redis in Action 2.4): database rows kept fresh in Redis.
+
+Layout, per row source and shard ``crc32(key) % shards`` (see
+:class:`webtier._keys.RowShard`): a schedule (``due`` zset, ``delay`` hash),
+the loads in flight (``fill`` tickets, ``lease`` deadlines), failure counts,
+a ticket sequence, and one string per cached row holding its JSON
+(:mod:`webtier._rowjson`). Every operation touches one shard, so one slot.
+
+Every load of a row from the database, by a worker, a reader on a miss, or
+``refresh_now``, first takes a *ticket* for the row in Redis, then queries,
+then stores its copy only if the row still holds that ticket. Invalidating,
+unscheduling or loading the row again takes the ticket away, so a load that
+read the database before a write can never overwrite the copy of a load
+that read it after (docs/rows.md walks through the interleavings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import numbers
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from functools import partial
+from typing import Any
+
+from webtier._keys import RowShard, shard_of
+from webtier._protocol import Arg, Call, Gather, Op, Reply, Request, ScriptCall, read, text, write
+from webtier._rowjson import decode, encode
+from webtier._scripts import Script
+from webtier.config import Config
+from webtier.errors import InvalidInput, SourceError, WebtierError
+from webtier.rowsource import Row, Source
+
+CLAIM = Script.load("row_claim")
+STORE = Script.load("row_store")
+FILL = Script.load("row_fill")
+RELEASE = Script.load("row_release")
+SCHEDULE = Script.load("row_schedule")
+INVALIDATE = Script.load("row_invalidate")
+
+MAX_DELAY = 365 * 86400.0  # seconds
+# A reader waiting for another's load polls after 2 ms, then twice as long
+# each time, up to 50 ms.
+FIRST_PAUSE = 0.002
+LONGEST_PAUSE = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshReport:
+    """What a refresh did."""
+
+    claimed: int = 0  # rows taken from the schedule
+    stored: int = 0  # fresh copies stored
+    removed: int = 0  # rows gone from the database, so removed from the cache
+    fenced: int = 0  # loads not stored: the row changed or was loaded again meanwhile
+    dropped: int = 0  # rows scheduled without a delay, unscheduled (the book's crash)
+    failed: int = 0  # rows whose load failed, to be retried with backoff
+    seconds: float = 0.0
+
+    def __add__(self, other: RefreshReport) -> RefreshReport:
+        return RefreshReport(
+            *(getattr(self, f.name) + getattr(other, f.name) for f in fields(self))
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RowStatus:
+    """How many rows of a source are scheduled, due, and being loaded."""
+
+    scheduled: int
+    due: int  # due now and not claimed yet
+    loading: int  # loads in flight (claimed by a worker, or read through)
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One round of a worker: claim from every shard, load, store."""
+
+    report: RefreshReport
+    now: int | None  # server time of the claims (ms)
+    more: bool  # some shard had more due rows than one round takes
+    next_due: int | None  # earliest due time left in the schedule (server ms)
+
+
+@dataclass(slots=True)
+class _Claim:
+    source: Source
+    shard: RowShard
+    key: str
+    ticket: str
+
+
+@dataclass(slots=True)
+class _Tally:
+    """Counts and errors of a round, while it runs."""
+
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    errors: list[WebtierError] = field(default_factory=list)
+
+    def report(self, started: float) -> RefreshReport:
+        return RefreshReport(**self.counts, seconds=time.monotonic() - started)
+
+
+# -- arguments ------------------------------------------------------------------------
+
+
+def _delay_ms(delay: object) -> int:
+    if isinstance(delay, bool) or not isinstance(delay, numbers.Real):
+        raise InvalidInput("delay", f"must be seconds, not {type(delay).__name__}", delay)
+    seconds = float(delay)
+    if math.isnan(seconds) or seconds > MAX_DELAY:
+        raise InvalidInput("delay", f"must be at most {MAX_DELAY:.0f} seconds", delay)
+    if seconds <= 0:
+        return 0
+    return max(1, round(seconds * 1000))
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def _shard(cfg: Config, source: Source, key: str) -> RowShard:
+    return cfg.keys.row_shard(source.name, shard_of(key, cfg.rows.shards))
+
+
+def _pause(seconds: float) -> Call:
+    return Call(partial(time.sleep, seconds), partial(asyncio.sleep, seconds))
+
+
+def _decoded(copy: Reply) -> dict[str, Any] | None:
+    # b"" is read-through's note that the row does not exist.
+    return decode(copy) if copy else None
+
+
+# -- requests -------------------------------------------------------------------------
+
+
+def _store(cfg: Config, shard: RowShard, entries: Sequence[tuple[str, str, str, str]]) -> Request:
+    """Store ``(key, ticket, mode, data)`` entries of one shard; see row_store.lua."""
+    args: list[Arg] = [_ms(cfg.rows.ttl), round(cfg.rows.missing_ttl * 1000)]
+    for entry in entries:
+        args += entry
+    keys = (shard.due, shard.delay, shard.fill, shard.lease, shard.fail)
+    call = ScriptCall(STORE, (*keys, *(shard.row(e[0]) for e in entries)), tuple(args))
+    # Sent twice, the second finds its tickets gone and stores nothing.
+    return write(shard.route, call, idempotent=True)
+
+
+def _release(cfg: Config, shard: RowShard, claims: Iterable[tuple[str, str]]) -> Request:
+    args: list[Arg] = [_ms(cfg.rows.retry_backoff), _ms(cfg.rows.retry_cap)]
+    for key, ticket in claims:
+        args += (key, ticket)
+    call = ScriptCall(RELEASE, (shard.due, shard.fill, shard.lease, shard.fail), tuple(args))
+    return write(shard.route, call, idempotent=True)  # a second send finds no ticket
+
+
+def _invalidate(shard: RowShard, key: str) -> Request:
+    call = ScriptCall(INVALIDATE, (shard.due, shard.fill, shard.lease, shard.row(key)), (key,))
+    return write(shard.route, call, idempotent=True)
+
+
+def _fill(cfg: Config, shard: RowShard, key: str, mode: str) -> Request:
+    keys = (shard.fill, shard.lease, shard.seq, shard.row(key))
+    call = ScriptCall(FILL, keys, (key, _ms(cfg.rows.fill_lease), mode))
+    # Sent again after a lost reply, it finds its own load live and waits it
+    # out, or takes a newer ticket: slower, never wrong.
+    return write(shard.route, call, idempotent=True)
+
+
+# -- the schedule ---------------------------------------------------------------------
+
+
+def schedule(cfg: Config, source: Source, row_id: object, delay: float) -> Op[bool]:
+    """Refresh row ``row_id`` from ``source`` every ``delay`` seconds, starting
+    now; ``delay <= 0`` unschedules it and drops its cached copy (the book's
+    ``schedule_row_cache``). A row already scheduled keeps its next due time.
+    Returns whether the row was newly scheduled."""
+    key = source.key(row_id)
+    ms = _delay_ms(delay)
+    shard = _shard(cfg, source, key)
+    keys = (shard.due, shard.delay, shard.fill, shard.lease, shard.fail, shard.row(key))
+    (added,) = yield write(shard.route, ScriptCall(SCHEDULE, keys, (key, ms)), idempotent=True)
+    return bool(added)
+
+
+def unschedule(cfg: Config, source: Source, row_id: object) -> Op[None]:
+    """Stop refreshing row ``row_id`` and drop its cached copy."""
+    yield from schedule(cfg, source, row_id, 0)
+
+
+def status(cfg: Config, source: Source) -> Op[RowStatus]:
+    """Counts over every shard of ``source`` (due: by this client's clock)."""
+    now = round(time.time() * 1000)
+    shards = [cfg.keys.row_shard(source.name, n) for n in range(cfg.rows.shards)]
+    replies = yield tuple(
+        read(s.route, ("ZCARD", s.due), ("ZCOUNT", s.due, "-inf", now), ("ZCARD", s.lease))
+        for s in shards
+    )
+    totals = [sum(int(reply[i]) for reply in replies) for i in range(3)]
+    return RowStatus(*totals)
+
+
+# -- reading --------------------------------------------------------------------------
+
+
+def get(
+    cfg: Config, source: Source, row_id: object, *, load: bool = False
+) -> Op[dict[str, Any] | None]:
+    """The cached copy of row ``row_id``, or ``None``. With ``load=True`` a
+    miss reads the row from the database and caches it; concurrent readers
+    of the same missing row wait for that one load (single flight)."""
+    key = source.key(row_id)
+    shard = _shard(cfg, source, key)
+    (copy,) = yield read(shard.route, ("GET", shard.row(key)))
+    if copy is not None or not load:
+        return _decoded(copy)
+    return (yield from _read_through(cfg, source, shard, key))
+
+
+def get_many(
+    cfg: Config, source: Source, row_ids: Iterable[object]
+) -> Op[dict[Any, dict[str, Any] | None]]:
+    """Cached copies of several rows, by the ids given (``None`` where there
+    is none): one round trip per node."""
+    wanted = {row_id: source.key(row_id) for row_id in row_ids}
+    groups: dict[RowShard, list[str]] = defaultdict(list)
+    for key in dict.fromkeys(wanted.values()):
+        groups[_shard(cfg, source, key)].append(key)
+    if not groups:
+        return {}
+    replies = yield tuple(
+        read(shard.route, ("MGET", *(shard.row(k) for k in keys))) for shard, keys in groups.items()
+    )
+    copies: dict[str, Reply] = {}
+    for keys, (values,) in zip(groups.values(), replies, strict=True):
+        copies.update(zip(keys, values, strict=True))
+    return {row_id: _decoded(copies[key]) for row_id, key in wanted.items()}
+
+
+def _read_through(
+    cfg: Config, source: Source, shard: RowShard, key: str
+) -> Op[dict[str, Any] | None]:
+    pause = FIRST_PAUSE
+    while True:
+        (reply,) = yield _fill(cfg, shard, key, "miss")
+        kind = text(reply[0])
+        if kind == "hit":
+            return _decoded(reply[1])
+        if kind == "load":
+            return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "release"))
+        # Another reader or a worker is loading it: wait for its copy, or
+        # for its lease to run out (then this reader takes the load).
+        yield _pause(min(pause, int(reply[1]) / 1000))
+        pause = min(pause * 2, LONGEST_PAUSE)
+
+
+def _load_one(
+    cfg: Config, source: Source, shard: RowShard, key: str, ticket: str, on_failure: str
+) -> Op[dict[str, Any] | None]:
+    try:
+        rows = yield Call(partial(source.load, [key]))
+        row = rows.get(key)
+        data = "" if row is None else encode(row)
+    except Exception as error:
+        # Let others load it at once (release), or, when the caller said the
+        # row changed, drop the copy that is now known to be stale.
+        yield (
+            _release(cfg, shard, [(key, ticket)])
+            if on_failure == "release"
+            else _invalidate(shard, key)
+        )
+        raise SourceError(f"{source.name}: loading row {key!r} failed: {error}") from error
+    yield _store(cfg, shard, [(key, ticket, "f", data)])
+    # A fenced store means the row changed after this load began; the copy
+    # read is still at least as new as the change, so the caller gets it.
+    return decode(data) if data else None
+
+
+# -- the write path -------------------------------------------------------------------
+
+
+def invalidate(cfg: Config, source: Source, row_id: object) -> Op[bool]:
+    """Row ``row_id`` changed in the database: drop its cached copy, fence
+    off loads in flight, and make it due now if it is scheduled. Call it
+    after your transaction commits. Returns whether a copy was dropped."""
+    key = source.key(row_id)
+    (dropped,) = yield _invalidate(_shard(cfg, source, key), key)
+    return bool(dropped)
+
+
+def refresh_now(cfg: Config, source: Source, row_id: object) -> Op[dict[str, Any] | None]:
+    """Load row ``row_id`` from the database now and cache it, fencing off
+    older loads in flight; returns the row, or ``None`` if it no longer
+    exists. Readers keep the previous copy until the new one is stored; if
+    the load fails the copy is dropped (it is stale) and
+    :class:`~webtier.errors.SourceError` is raised."""
+    key = source.key(row_id)
+    shard = _shard(cfg, source, key)
+    (reply,) = yield _fill(cfg, shard, key, "force")
+    return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "invalidate"))
+
+
+# -- the worker's refresh -------------------------------------------------------------
+
+
+def _claims(
+    replies: Sequence[Any], plan: Sequence[tuple[Source, RowShard]], batch: int, tally: _Tally
+) -> tuple[list[_Claim], dict[RowShard, list[str]], int | None, bool, int | None]:
+    """Claims, drops by shard, server time, whether a shard had more due
+    rows than a round takes, and the earliest due time left."""
+    claims: list[_Claim] = []
+    drops: dict[RowShard, list[str]] = defaultdict(list)
+    now: int | None = None
+    next_due: int | None = None
+    full = False
+    for (source, shard), reply in zip(plan, replies, strict=True):
+        if isinstance(reply, WebtierError):
+            tally.errors.append(reply)
+            continue
+        ((server_now, head, count, *rest),) = reply
+        now = int(server_now)
+        if int(head) >= 0:
+            next_due = int(head) if next_due is None else min(next_due, int(head))
+        count = int(count)
+        claims += (
+            _Claim(source, shard, text(rest[3 * i]), text(rest[3 * i + 1])) for i in range(count)
+        )
+        drops[shard] += [text(key) for key in rest[3 * count :]]
+        full = full or len(rest) - 2 * count >= batch  # claimed + dropped
+    return claims, drops, now, full, next_due
+
+
+def refresh_round(
+    cfg: Config, sources: Sequence[Source] | None = None, upto: int | None = None
+) -> Op[Round]:
+    """One worker round over ``sources`` (default: the configured ones):
+    claim due rows from every shard (at most ``batch`` each, and only those
+    due by ``upto`` server ms if given), load them ``batch`` at a time, one
+    query each, and store the copies."""
+    started = time.monotonic()
+    settings = cfg.rows
+    chosen = tuple(settings.sources if sources is None else sources)
+    plan = [(s, cfg.keys.row_shard(s.name, n)) for s in chosen for n in range(settings.shards)]
+    if not plan:
+        return Round(RefreshReport(), None, False, None)
+    args: tuple[Arg, ...] = (settings.batch, _ms(settings.lease), "" if upto is None else upto)
+    replies = yield Gather(
+        tuple(
+            # Not idempotent: sent twice it claims twice. A claim whose reply
+            # is lost holds its rows until the lease runs out, then they are due.
+            write(
+                sh.route,
+                ScriptCall(CLAIM, (sh.due, sh.delay, sh.fill, sh.lease, sh.fail, sh.seq), args),
+                idempotent=False,
+            )
+            for _, sh in plan
+        )
+    )
+    tally = _Tally()
+    claims, drops, now, full, next_due = _claims(replies, plan, settings.batch, tally)
+    tally.counts["claimed"] = len(claims)
+    if any(drops.values()):
+        # Their schedule entries went in the claim; their copies go now.
+        yield tuple(
+            write(shard.route, *(("DEL", shard.row(k)) for k in keys), idempotent=True)
+            for shard, keys in drops.items()
+            if keys
+        )
+        tally.counts["dropped"] = sum(len(keys) for keys in drops.values())
+    by_source: dict[Source, list[_Claim]] = defaultdict(list)
+    for claim in claims:
+        by_source[claim.source].append(claim)
+    for source, source_claims in by_source.items():
+        for at in range(0, len(source_claims), settings.batch):
+            yield from _refresh_chunk(cfg, source, source_claims[at : at + settings.batch], tally)
+    if tally.errors:
+        raise tally.errors[0]
+    return Round(tally.report(started), now, full, next_due)
+
+
+def _refresh_chunk(cfg: Config, source: Source, chunk: list[_Claim], tally: _Tally) -> Op[None]:
+    """Load one chunk of claimed rows with one query, and store them."""
+    try:
+        rows: dict[str, Row] = yield Call(partial(source.load, [c.key for c in chunk]))
+    except Exception as error:
+        yield from _give_back(cfg, chunk, tally)
+        failure = SourceError(f"{source.name}: loading {len(chunk)} rows failed: {error}")
+        failure.__cause__ = error
+        tally.errors.append(failure)
+        return
+    stores: dict[RowShard, list[tuple[str, str, str, str]]] = defaultdict(list)
+    unstorable: list[_Claim] = []
+    for claim in chunk:
+        row = rows.get(claim.key)
+        try:
+            data = "" if row is None else encode(row)
+        except InvalidInput as error:
+            unstorable.append(claim)
+            failure = SourceError(f"{source.name}: row {claim.key!r} cannot be cached: {error}")
+            failure.__cause__ = error
+            tally.errors.append(failure)
+            continue
+        stores[claim.shard].append((claim.key, claim.ticket, "r", data))
+    if unstorable:
+        yield from _give_back(cfg, unstorable, tally)
+    if not stores:
+        return
+    replies = yield tuple(_store(cfg, shard, entries) for shard, entries in stores.items())
+    for (results,) in replies:
+        for result in results:
+            tally.counts[("fenced", "stored", "removed")[int(result)]] += 1
+
+
+def _give_back(cfg: Config, claims: Sequence[_Claim], tally: _Tally) -> Op[None]:
+    by_shard: dict[RowShard, list[tuple[str, str]]] = defaultdict(list)
+    for claim in claims:
+        by_shard[claim.shard].append((claim.key, claim.ticket))
+    yield tuple(_release(cfg, shard, entries) for shard, entries in by_shard.items())
+    tally.counts["failed"] += len(claims)
+
+
+def refresh_due(cfg: Config, sources: Sequence[Source] | None = None) -> Op[RefreshReport]:
+    """Refresh every row of ``sources`` (default: the configured ones) that
+    is due now, in rounds of ``batch`` rows per shard, and report."""
+    total = RefreshReport()
+    upto: int | None = None
+    while True:
+        done = yield from refresh_round(cfg, sources, upto)
+        total += done.report
+        if not done.more:
+            return total
+        # Rows refreshed in this call may come due again within it (a short
+        # delay); later rounds take only what was due when it began.
+        upto = done.now if upto is None else upto
