@@ -250,8 +250,10 @@ def database(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
     admin = sa.create_engine(url, poolclass=sa.NullPool)
     with admin.begin() as conn:
         conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    # Unqualified names (and reflection) resolve in the test's schema.
-    engine = sa.create_engine(url, connect_args={"options": f"-csearch_path={schema}"})
+    # Unqualified names (and reflection) resolve in the test's schema; the
+    # URL says so, so that other processes can connect to it as well.
+    in_schema = sa.make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    engine = sa.create_engine(in_schema)
     yield engine
     engine.dispose()
     with admin.begin() as conn:
