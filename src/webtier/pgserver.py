@@ -27,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from webtier.embedded import die_with_parent
 from webtier.errors import EmbeddedServerError
@@ -60,11 +61,13 @@ def _unprivileged_user() -> pwd.struct_passwd | None:
 
 @dataclass
 class PostgresServer:
-    """One ``postgres`` process on 127.0.0.1:``port``."""
+    """One ``postgres`` process on 127.0.0.1:``port``, its data in ``directory``."""
 
+    bindir: Path
     directory: Path
     port: int
-    process: subprocess.Popen[bytes]
+    user: pwd.struct_passwd | None = None
+    process: subprocess.Popen[bytes] | None = None
 
     @classmethod
     def start(cls, bindir: Path | None = None) -> PostgresServer:
@@ -75,49 +78,51 @@ class PostgresServer:
                 "install PostgreSQL (e.g. apt install postgresql), or give the URL of a server"
             )
         user = _unprivileged_user()
-        directory = Path(tempfile.mkdtemp(prefix="webtier-pg-"))
-        uid: int | None = None
-        gid: int | None = None
-        extra_groups: list[int] | None = None
-        if user is not None:
-            os.chown(directory, user.pw_uid, user.pw_gid)
-            uid, gid, extra_groups = user.pw_uid, user.pw_gid, []
-        data = directory / "data"
+        server = cls(found, Path(tempfile.mkdtemp(prefix="webtier-pg-")), free_port(), user)
         try:
+            if user is not None:
+                os.chown(server.directory, user.pw_uid, user.pw_gid)
             init = subprocess.run(
-                [str(found / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                 "-E", "UTF8", "--locale=C", "--no-sync"],
-                capture_output=True, text=True, cwd=directory, check=False,
-                user=uid, group=gid, extra_groups=extra_groups,
+                [str(found / "initdb"), "-D", str(server.data), "-U", "postgres",
+                 "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+                capture_output=True, text=True, cwd=server.directory, check=False,
+                **server._as_user(),
             )  # fmt: skip
             if init.returncode != 0:
                 raise EmbeddedServerError(f"initdb failed:\n{init.stdout}\n{init.stderr}")
-            port = free_port()
-            log = (directory / "postgres.log").open("wb")
-            if user is not None:
-                os.fchown(log.fileno(), user.pw_uid, user.pw_gid)
-            with log:
-                process = subprocess.Popen(
-                    [str(found / "postgres"), "-D", str(data), "-p", str(port),
-                     "-c", "listen_addresses=127.0.0.1",
-                     "-c", f"unix_socket_directories={directory}",
-                     # A test server: speed over durability.
-                     "-c", "fsync=off", "-c", "synchronous_commit=off",
-                     "-c", "full_page_writes=off"],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=directory,
-                    preexec_fn=die_with_parent if sys.platform == "linux" else None,
-                    user=uid, group=gid, extra_groups=extra_groups,
-                )  # fmt: skip
-        except BaseException:
-            shutil.rmtree(directory, ignore_errors=True)
-            raise
-        server = cls(directory, port, process)
-        try:
-            server._wait_ready()
+            server.launch()
         except BaseException:
             server.stop()
             raise
         return server
+
+    @property
+    def data(self) -> Path:
+        return self.directory / "data"
+
+    def _as_user(self) -> dict[str, Any]:
+        if self.user is None:
+            return {}
+        return {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []}
+
+    def launch(self) -> None:
+        """(Re)start the server on the same port and data."""
+        log = (self.directory / "postgres.log").open("ab")
+        with log:
+            if self.user is not None:
+                os.fchown(log.fileno(), self.user.pw_uid, self.user.pw_gid)
+            self.process = subprocess.Popen(
+                [str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(self.port),
+                 "-c", "listen_addresses=127.0.0.1",
+                 "-c", f"unix_socket_directories={self.directory}",
+                 # A test server: speed over durability.
+                 "-c", "fsync=off",
+                 "-c", "full_page_writes=off"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.directory,
+                preexec_fn=die_with_parent if sys.platform == "linux" else None,
+                **self._as_user(),
+            )  # fmt: skip
+        self._wait_ready()
 
     @property
     def url(self) -> str:
@@ -130,7 +135,7 @@ class PostgresServer:
         deadline = time.monotonic() + _READY_TIMEOUT
         last: Exception | None = None
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if self.process is not None and self.process.poll() is not None:
                 tail = (self.directory / "postgres.log").read_text(errors="replace")[-1500:]
                 raise EmbeddedServerError(f"postgres exited:\n{tail}")
             try:
@@ -144,15 +149,20 @@ class PostgresServer:
                 time.sleep(0.1)
         raise EmbeddedServerError(f"timed out waiting for postgres on {self.port}: {last}")
 
-    def stop(self) -> None:
-        """Stop the server at once (SIGQUIT: immediate shutdown) and remove its files."""
-        if self.process.poll() is None:
+    def kill(self) -> None:
+        """Stop the server at once (SIGQUIT, PostgreSQL's immediate shutdown:
+        clients are cut off, nothing is flushed), keeping its data."""
+        if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGQUIT)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def stop(self) -> None:
+        """Kill the server and remove its files."""
+        self.kill()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> PostgresServer:

@@ -88,6 +88,8 @@ def _refresh_rows(cfg: Config, pass_number: int) -> Op[Step]:
     if not settings.sources:
         return Step(60.0, "" if pass_number else "no row sources configured; idle")
     done = yield from row_ops.refresh_round(cfg)
+    for problem in done.problems:
+        log.warning("rows: %s (retried with backoff)", problem)
     report = done.report
     if done.more:
         delay = 0.0

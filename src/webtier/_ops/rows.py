@@ -83,6 +83,9 @@ class Round:
     now: int | None  # server time of the claims (ms)
     more: bool  # some shard had more due rows than one round takes
     next_due: int | None  # earliest due time left in the schedule (server ms)
+    # Rows that could not be cached (a value JSON cannot hold): each is
+    # retried with a backoff of its own, so they do not hold up the others.
+    problems: tuple[SourceError, ...] = ()
 
 
 @dataclass(slots=True)
@@ -98,7 +101,8 @@ class _Tally:
     """Counts and errors of a round, while it runs."""
 
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    errors: list[WebtierError] = field(default_factory=list)
+    errors: list[WebtierError] = field(default_factory=list)  # raised after the round
+    problems: list[SourceError] = field(default_factory=list)  # reported in the Round
 
     def report(self, started: float) -> RefreshReport:
         return RefreshReport(**self.counts, seconds=time.monotonic() - started)
@@ -130,6 +134,12 @@ def _pause(seconds: float) -> Call:
     return Call(partial(time.sleep, seconds), partial(asyncio.sleep, seconds))
 
 
+def _first_line(error: BaseException) -> str:
+    # SQLAlchemy's messages go on with the SQL and its parameters; the cause
+    # is chained for whoever wants them.
+    return str(error).strip().split("\n", 1)[0]
+
+
 def _decoded(copy: Reply) -> dict[str, Any] | None:
     # b"" is read-through's note that the row does not exist.
     return decode(copy) if copy else None
@@ -149,8 +159,14 @@ def _store(cfg: Config, shard: RowShard, entries: Sequence[tuple[str, str, str, 
     return write(shard.route, call, idempotent=True)
 
 
-def _release(cfg: Config, shard: RowShard, claims: Iterable[tuple[str, str]]) -> Request:
-    args: list[Arg] = [_ms(cfg.rows.retry_backoff), _ms(cfg.rows.retry_cap)]
+def _release(
+    cfg: Config, shard: RowShard, claims: Iterable[tuple[str, str]], backoff: bool = True
+) -> Request:
+    """Give claimed rows back, due again after their own backoff, or at once
+    (``backoff=False``: the caller backs off as a whole, as the worker does
+    when the database is down)."""
+    rows = cfg.rows
+    args: list[Arg] = [_ms(rows.retry_backoff), _ms(rows.retry_cap)] if backoff else [0, 0]
     for key, ticket in claims:
         args += (key, ticket)
     call = ScriptCall(RELEASE, (shard.due, shard.fill, shard.lease, shard.fail), tuple(args))
@@ -272,7 +288,9 @@ def _load_one(
             if on_failure == "release"
             else _invalidate(shard, key)
         )
-        raise SourceError(f"{source.name}: loading row {key!r} failed: {error}") from error
+        raise SourceError(
+            f"{source.name}: loading row {key!r} failed: {_first_line(error)}"
+        ) from error
     yield _store(cfg, shard, [(key, ticket, "f", data)])
     # A fenced store means the row changed after this load began; the copy
     # read is still at least as new as the change, so the caller gets it.
@@ -378,7 +396,7 @@ def refresh_round(
             yield from _refresh_chunk(cfg, source, source_claims[at : at + settings.batch], tally)
     if tally.errors:
         raise tally.errors[0]
-    return Round(tally.report(started), now, full, next_due)
+    return Round(tally.report(started), now, full, next_due, tuple(tally.problems))
 
 
 def _refresh_chunk(cfg: Config, source: Source, chunk: list[_Claim], tally: _Tally) -> Op[None]:
@@ -386,8 +404,13 @@ def _refresh_chunk(cfg: Config, source: Source, chunk: list[_Claim], tally: _Tal
     try:
         rows: dict[str, Row] = yield Call(partial(source.load, [c.key for c in chunk]))
     except Exception as error:
-        yield from _give_back(cfg, chunk, tally)
-        failure = SourceError(f"{source.name}: loading {len(chunk)} rows failed: {error}")
+        # The database is down, or the loader broken: every row of the chunk
+        # is due again at once, and the round fails, so that the worker backs
+        # off as a whole (and logs the outage once, not once per row).
+        yield from _give_back(cfg, chunk, tally, backoff=False)
+        failure = SourceError(
+            f"{source.name}: loading {len(chunk)} rows failed: {_first_line(error)}"
+        )
         failure.__cause__ = error
         tally.errors.append(failure)
         return
@@ -401,7 +424,7 @@ def _refresh_chunk(cfg: Config, source: Source, chunk: list[_Claim], tally: _Tal
             unstorable.append(claim)
             failure = SourceError(f"{source.name}: row {claim.key!r} cannot be cached: {error}")
             failure.__cause__ = error
-            tally.errors.append(failure)
+            tally.problems.append(failure)
             continue
         stores[claim.shard].append((claim.key, claim.ticket, "r", data))
     if unstorable:
@@ -414,23 +437,31 @@ def _refresh_chunk(cfg: Config, source: Source, chunk: list[_Claim], tally: _Tal
             tally.counts[("fenced", "stored", "removed")[int(result)]] += 1
 
 
-def _give_back(cfg: Config, claims: Sequence[_Claim], tally: _Tally) -> Op[None]:
+def _give_back(
+    cfg: Config, claims: Sequence[_Claim], tally: _Tally, backoff: bool = True
+) -> Op[None]:
     by_shard: dict[RowShard, list[tuple[str, str]]] = defaultdict(list)
     for claim in claims:
         by_shard[claim.shard].append((claim.key, claim.ticket))
-    yield tuple(_release(cfg, shard, entries) for shard, entries in by_shard.items())
+    yield tuple(_release(cfg, shard, entries, backoff) for shard, entries in by_shard.items())
     tally.counts["failed"] += len(claims)
 
 
 def refresh_due(cfg: Config, sources: Sequence[Source] | None = None) -> Op[RefreshReport]:
     """Refresh every row of ``sources`` (default: the configured ones) that
-    is due now, in rounds of ``batch`` rows per shard, and report."""
+    is due now, in rounds of ``batch`` rows per shard, and report. Raises
+    :class:`~webtier.errors.SourceError` at the end if some rows could not
+    be loaded or cached (the others were)."""
     total = RefreshReport()
+    problems: list[SourceError] = []
     upto: int | None = None
     while True:
         done = yield from refresh_round(cfg, sources, upto)
         total += done.report
+        problems += done.problems
         if not done.more:
+            if problems:
+                raise problems[0]
             return total
         # Rows refreshed in this call may come due again within it (a short
         # delay); later rounds take only what was due when it began.
