@@ -42,8 +42,10 @@ def init(edge: Edge, items: int, reset: bool) -> None:
 
     from webtier import shopdb
 
-    url = edge.database_url()
-    engine = sa.create_engine(url)
+    try:
+        engine = sa.create_engine(edge.database_url())
+    except sa.exc.SQLAlchemyError as error:
+        raise _fail(error) from error
     try:
         added = shopdb.create(engine, items, reset=reset)
     except sa.exc.SQLAlchemyError as error:
