@@ -17,47 +17,73 @@
 -- sees it due until the lease runs out: one refresh per due time, and a
 -- worker that dies holding it delays it by one lease only. The ticket is the
 -- fence: the refresh stores its copy only if the ticket is still the row's.
+-- Commands take many rows at once (in chunks: unpack() is bounded by Lua's
+-- stack), which is most of a refresh's cost on the server.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease_end = string.format('%d', now + tonumber(ARGV[2]))
+local CHUNK = 1000
+
+-- Run `command key <args...>` over `list`, `width` list items per row.
+local function each(command, key, list, width)
+  local step = CHUNK * width
+  for from = 1, #list, step do
+    redis.call(command, key, unpack(list, from, math.min(from + step - 1, #list)))
+  end
+end
 
 -- Loads whose lease ran out lose their tickets: they may no longer store.
 local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 1000)
-for _, key in ipairs(expired) do
-  redis.call('HDEL', KEYS[3], key)
-  redis.call('ZREM', KEYS[4], key)
-end
+each('HDEL', KEYS[3], expired, 1)
+each('ZREM', KEYS[4], expired, 1)
 
 local upto = now
 if ARGV[3] ~= '' then upto = math.min(now, tonumber(ARGV[3])) end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', upto, 'WITHSCORES', 'LIMIT', 0, ARGV[1])
 
-local claimed, dropped = {}, {}
-for i = 1, #due, 2 do
-  local key, at = due[i], due[i + 1]
-  local delay = tonumber(redis.call('HGET', KEYS[2], key))
-  if not delay or delay <= 0 then
-    -- Scheduled without a delay: unschedule it (the book's listing crashes here).
-    redis.call('ZREM', KEYS[1], key)
-    redis.call('HDEL', KEYS[2], key)
-    redis.call('HDEL', KEYS[3], key)
-    redis.call('ZREM', KEYS[4], key)
-    redis.call('HDEL', KEYS[5], key)
-    dropped[#dropped + 1] = key
-  else
-    local ticket = redis.call('INCR', KEYS[6])
-    redis.call('HSET', KEYS[3], key, ticket)
-    redis.call('ZADD', KEYS[4], lease_end, key)
-    redis.call('ZADD', KEYS[1], lease_end, key)
-    claimed[#claimed + 1] = key
-    claimed[#claimed + 1] = ticket
-    claimed[#claimed + 1] = at
-  end
+local keys = {}
+for i = 1, #due, 2 do keys[#keys + 1] = due[i] end
+local delays = {}
+for from = 1, #keys, CHUNK do
+  local got = redis.call('HMGET', KEYS[2], unpack(keys, from, math.min(from + CHUNK - 1, #keys)))
+  for j = 1, #got do delays[from + j - 1] = tonumber(got[j]) end
 end
 
+local reply, dropped, fills, leases = {now, -1, 0}, {}, {}, {}
+local ticket = 0
+for i, key in ipairs(keys) do
+  local delay = delays[i]
+  if not delay or delay <= 0 then
+    dropped[#dropped + 1] = key  -- scheduled without a delay: the book's listing crashes here
+  else
+    if ticket == 0 then
+      -- Tickets for every row claimed here, in one increment.
+      ticket = redis.call('INCRBY', KEYS[6], #keys) - #keys
+    end
+    ticket = ticket + 1
+    fills[#fills + 1] = key
+    fills[#fills + 1] = ticket
+    leases[#leases + 1] = lease_end
+    leases[#leases + 1] = key
+    reply[#reply + 1] = key
+    reply[#reply + 1] = ticket
+    reply[#reply + 1] = due[2 * i]
+  end
+end
+each('HSET', KEYS[3], fills, 2)
+each('ZADD', KEYS[4], leases, 2)
+each('ZADD', KEYS[1], leases, 2)
+if #dropped > 0 then
+  each('ZREM', KEYS[1], dropped, 1)
+  each('HDEL', KEYS[2], dropped, 1)
+  each('HDEL', KEYS[3], dropped, 1)
+  each('ZREM', KEYS[4], dropped, 1)
+  each('HDEL', KEYS[5], dropped, 1)
+end
+reply[3] = #fills / 2
+
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local reply = {now, head[2] and tonumber(head[2]) or -1, #claimed / 3}
-for _, v in ipairs(claimed) do reply[#reply + 1] = v end
-for _, v in ipairs(dropped) do reply[#reply + 1] = v end
+if head[2] then reply[2] = tonumber(head[2]) end
+for _, key in ipairs(dropped) do reply[#reply + 1] = key end
 return reply

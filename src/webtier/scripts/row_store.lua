@@ -21,24 +21,45 @@
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local results = {}
-for i = 1, #KEYS - 5 do
+local CHUNK = 1000
+local n = #KEYS - 5
+
+local function each(command, key, list, width)
+  local step = CHUNK * width
+  for from = 1, #list, step do
+    redis.call(command, key, unpack(list, from, math.min(from + step - 1, #list)))
+  end
+end
+
+local function hmget(key, fields)
+  local values = {}
+  for from = 1, #fields, CHUNK do
+    local got = redis.call('HMGET', key, unpack(fields, from, math.min(from + CHUNK - 1, #fields)))
+    for j = 1, #got do values[from + j - 1] = got[j] end
+  end
+  return values
+end
+
+local keys = {}
+for i = 1, n do keys[i] = ARGV[3 + (i - 1) * 4] end
+local tickets = hmget(KEYS[3], keys)
+local delays = hmget(KEYS[2], keys)
+
+local results, settled, reschedule, gone = {}, {}, {}, {}
+for i = 1, n do
   local at = 3 + (i - 1) * 4
   local key, ticket, mode, data = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
   local row = KEYS[5 + i]
-  if redis.call('HGET', KEYS[3], key) ~= ticket then
+  local delay = tonumber(delays[i])
+  if tickets[i] ~= ticket then
     results[i] = 0
   else
-    redis.call('HDEL', KEYS[3], key)
-    redis.call('ZREM', KEYS[4], key)
-    redis.call('HDEL', KEYS[5], key)
-    local delay = tonumber(redis.call('HGET', KEYS[2], key))
+    settled[#settled + 1] = key
     if data == '' then
       if delay then
         -- Deleted in the database: nothing left to cache or to refresh.
         redis.call('DEL', row)
-        redis.call('ZREM', KEYS[1], key)
-        redis.call('HDEL', KEYS[2], key)
+        gone[#gone + 1] = key
       elseif tonumber(ARGV[2]) > 0 then
         redis.call('SET', row, '', 'PX', ARGV[2])
       else
@@ -49,7 +70,8 @@ for i = 1, #KEYS - 5 do
       if delay then
         redis.call('SET', row, data)  -- scheduled rows live until unscheduled
         if mode == 'r' then
-          redis.call('ZADD', KEYS[1], string.format('%d', now + delay), key)
+          reschedule[#reschedule + 1] = string.format('%d', now + delay)
+          reschedule[#reschedule + 1] = key
         end
       else
         redis.call('SET', row, data, 'PX', ARGV[1])
@@ -58,4 +80,10 @@ for i = 1, #KEYS - 5 do
     end
   end
 end
+each('HDEL', KEYS[3], settled, 1)
+each('ZREM', KEYS[4], settled, 1)
+each('HDEL', KEYS[5], settled, 1)
+each('ZADD', KEYS[1], reschedule, 2)
+each('ZREM', KEYS[1], gone, 1)
+each('HDEL', KEYS[2], gone, 1)
 return results
