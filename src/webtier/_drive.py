@@ -7,7 +7,9 @@ redis-py retries there after a timeout and would apply an increment twice.
 Whether to send again is decided in :mod:`webtier._wire` alone.
 
 Four executors (sync and asyncio, single server and Cluster) differ only in
-how they find a connection; everything else is shared.
+how they find a connection; everything else is shared. The loops also carry
+out an operation's :class:`~webtier._protocol.Call` (a database query): in
+the caller's thread, or in a worker thread under asyncio.
 """
 
 from __future__ import annotations
