@@ -4,7 +4,8 @@ Start with :func:`open` (sync) or :func:`open_async`, or wrap a redis-py client
 you already have in :class:`WebTier` / :class:`AsyncWebTier`.
 """
 
-from webtier._ops.rows import RefreshReport, RowStatus
+from webtier._ops.row_refresh import RefreshReport
+from webtier._ops.rows import RowStatus
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config, CounterSettings, Precision, RetryPolicy, RowSettings
 from webtier.connect import connect, connect_async, disconnect, open, open_async

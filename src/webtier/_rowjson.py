@@ -10,7 +10,8 @@ so a reader restores them without knowing the table:
 type         stored as                            example
 ===========  ===================================  ==========================
 decimal      ``str(value)`` (keeps the exponent)  ``"12.50"``
-datetime     ISO 8601, with its UTC offset if any ``"2024-05-01T10:00:00+02:00"``
+datetime     ISO 8601, with its UTC offset    ``"2024-05-01T10:00:00+02:00"``
+             and IANA zone if any (RFC 9557)  ``"...+02:00[Europe/Paris]"``
 date         ISO 8601                             ``"2024-05-01"``
 time         ISO 8601, with its UTC offset if any ``"10:00:00.250000"``
 timedelta    ``[days, seconds, microseconds]``    ``[1, 30, 0]``
@@ -34,6 +35,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from webtier.errors import InvalidInput
 
@@ -50,6 +52,29 @@ def _timedelta(value: dt.timedelta) -> tuple[str, Any]:
     return "timedelta", [value.days, value.seconds, value.microseconds]
 
 
+def _datetime(value: dt.datetime) -> tuple[str, Any]:
+    text = value.isoformat()
+    zone = value.tzinfo
+    if isinstance(zone, ZoneInfo) and zone.key:
+        # The offset alone would not do: Python never finds a time in a
+        # zone's fold equal to one with a fixed offset. RFC 9557's suffix.
+        text += f"[{zone.key}]"
+    return "datetime", text
+
+
+def _parse_datetime(text: str) -> dt.datetime:
+    if not text.endswith("]"):
+        return dt.datetime.fromisoformat(text)
+    stamp, _, key = text[:-1].partition("[")
+    fixed = dt.datetime.fromisoformat(stamp)
+    zone = ZoneInfo(key)
+    # The stored offset tells which of a fold's two times it was.
+    value = fixed.replace(tzinfo=zone, fold=0)
+    if value.utcoffset() != fixed.utcoffset():
+        value = value.replace(fold=1)
+    return value
+
+
 def _bytes(value: bytes | bytearray | memoryview) -> tuple[str, Any]:
     return "bytes", base64.b64encode(value).decode()
 
@@ -58,7 +83,7 @@ def _bytes(value: bytes | bytearray | memoryview) -> tuple[str, Any]:
 _ENCODERS: tuple[tuple[type[Any], Callable[[Any], tuple[str | None, Any]]], ...] = (
     (float, _float),
     (Decimal, lambda v: ("decimal", str(v))),
-    (dt.datetime, lambda v: ("datetime", v.isoformat())),
+    (dt.datetime, _datetime),
     (dt.date, lambda v: ("date", v.isoformat())),
     (dt.time, lambda v: ("time", v.isoformat())),
     (dt.timedelta, _timedelta),
@@ -70,7 +95,7 @@ _ENCODERS: tuple[tuple[type[Any], Callable[[Any], tuple[str | None, Any]]], ...]
 
 _DECODERS: dict[str, Callable[[Any], Any]] = {
     "decimal": Decimal,
-    "datetime": dt.datetime.fromisoformat,
+    "datetime": _parse_datetime,
     "date": dt.date.fromisoformat,
     "time": dt.time.fromisoformat,
     "timedelta": lambda v: dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2]),

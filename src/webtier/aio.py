@@ -11,6 +11,7 @@ from typing import Any
 from webtier._drive import AsyncClient, AsyncTransport
 from webtier._facade import Part, async_op
 from webtier._ops import counters
+from webtier._ops import row_refresh as refresh_ops
 from webtier._ops import rows as row_ops
 from webtier._ops import workers as liveness
 from webtier.config import Config
@@ -52,7 +53,7 @@ class Rows(Part):
     get_many = async_op(row_ops.get_many)
     invalidate = async_op(row_ops.invalidate)
     refresh_now = async_op(row_ops.refresh_now)
-    refresh_due = async_op(row_ops.refresh_due)
+    refresh_due = async_op(refresh_ops.refresh_due)
     status = async_op(row_ops.status)
 
 

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from webtier._ops.rows import RefreshReport
+from webtier._ops.row_refresh import RefreshReport
 from webtier.config import Config
 from webtier.errors import ConfigError
 from webtier.rowsource import FunctionSource, Row, Source

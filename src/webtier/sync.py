@@ -11,6 +11,7 @@ from typing import Any
 from webtier._drive import SyncClient, SyncTransport
 from webtier._facade import Part, sync_op
 from webtier._ops import counters
+from webtier._ops import row_refresh as refresh_ops
 from webtier._ops import rows as row_ops
 from webtier._ops import workers as liveness
 from webtier.config import Config
@@ -51,7 +52,7 @@ class Rows(Part):
     get_many = sync_op(row_ops.get_many)
     invalidate = sync_op(row_ops.invalidate)
     refresh_now = sync_op(row_ops.refresh_now)
-    refresh_due = sync_op(row_ops.refresh_due)
+    refresh_due = sync_op(refresh_ops.refresh_due)
     status = sync_op(row_ops.status)
 
 

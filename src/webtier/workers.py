@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webtier._ops import counters
-from webtier._ops import rows as row_ops
+from webtier._ops import row_refresh as refresh_ops
 from webtier._ops import workers as liveness
 from webtier._protocol import Op
 from webtier.aio import WebTier as AsyncWebTier
@@ -87,7 +87,7 @@ def _refresh_rows(cfg: Config, pass_number: int) -> Op[Step]:
     settings = cfg.rows
     if not settings.sources:
         return Step(60.0, "" if pass_number else "no row sources configured; idle")
-    done = yield from row_ops.refresh_round(cfg)
+    done = yield from refresh_ops.refresh_round(cfg)
     for problem in done.problems:
         log.warning("rows: %s (retried with backoff)", problem)
     report = done.report

@@ -45,16 +45,15 @@ def delete_item(engine: sa.Engine, item_id: int) -> None:
 
 
 class Instrumented(Source):
-    """A real source, watched: counts its loads and the keys asked, and can
-    sleep after each query or wait at a gate (to place another client's
-    write between a load's read and its store)."""
+    """A real source, watched: counts its loads, and can sleep after each
+    query or wait at a gate (to place another client's write between a
+    load's read and its store)."""
 
     def __init__(self, inner: Source, *, pause: float = 0.0, gated: bool = False) -> None:
         super().__init__(inner.name)
         self.inner = inner
         self.pause = pause
         self.loads = 0
-        self.keys: list[str] = []
         self.read = threading.Event()  # set once a load has queried
         self.gate = threading.Event()  # loads wait for it after querying
         if not gated:
@@ -68,7 +67,6 @@ class Instrumented(Source):
         rows = self.inner.load(keys)
         with self._lock:
             self.loads += 1
-            self.keys += keys
         if self.pause:
             time.sleep(self.pause)
         self.read.set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from typing import Any
 
@@ -266,23 +267,36 @@ async def test_a_database_error_keeps_the_copy_and_the_rows_are_retried(
 # -- the write path: no older copy over a newer one ----------------------------------------
 
 
+async def while_loading(
+    source: Instrumented, load: Callable[[], Awaitable[Any]], write: Callable[[], Awaitable[Any]]
+) -> Any:
+    """Start ``load``; once it has queried the database, ``write``; then let
+    the load go on to store. Returns what ``load`` returned."""
+    results = []
+
+    async def run() -> None:
+        results.append(await load())
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await anyio.to_thread.run_sync(source.read.wait)
+        await write()
+        source.gate.set()
+    return results[0]
+
+
 async def test_a_refresh_that_read_before_a_write_never_overwrites_it(
     tier: Any, database: sa.Engine
 ) -> None:
     source = Instrumented(seed(database), gated=True)
     await tier.rows.schedule(source, 1, 60)
-    reports = []
 
-    async def refresh() -> None:
-        reports.append(await tier.rows.refresh_due([source]))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(refresh)
-        await anyio.to_thread.run_sync(source.read.wait)  # the refresh read the old row
+    async def write() -> None:
         set_stock(database, 1, 999)  # the application writes...
         assert await tier.rows.invalidate(source, 1) is False  # ...then invalidates
-        source.gate.set()
-    assert (reports[0].fenced, reports[0].stored) == (1, 0)
+
+    report = await while_loading(source, lambda: tier.rows.refresh_due([source]), write)
+    assert (report.fenced, report.stored) == (1, 0)
     assert await tier.rows.get(source, 1) is None  # not the old copy
     assert (await tier.rows.refresh_due([source])).stored == 1  # due at once
     assert (await tier.rows.get(source, 1))["stock"] == 999
@@ -293,18 +307,13 @@ async def test_a_read_through_that_read_before_a_write_never_caches_it(
 ) -> None:
     source = Instrumented(seed(database), gated=True)
     old = db_row(database, 2)
-    seen = []
 
-    async def read() -> None:
-        seen.append(await tier.rows.get(source, 2, load=True))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(read)
-        await anyio.to_thread.run_sync(source.read.wait)
+    async def write() -> None:
         set_stock(database, 2, 555)
         await tier.rows.invalidate(source, 2)
-        source.gate.set()
-    assert seen == [old]  # the read overlapped the write: either answer is right
+
+    seen = await while_loading(source, lambda: tier.rows.get(source, 2, load=True), write)
+    assert seen == old  # the read overlapped the write: either answer is right
     assert await tier.rows.get(source, 2) is None  # but the old copy is not cached
     assert (await tier.rows.get(source, 2, load=True))["stock"] == 555
 
@@ -313,20 +322,15 @@ async def test_refresh_now_wins_over_a_slower_older_refresh(tier: Any, database:
     plain = seed(database)
     slow = Instrumented(plain, gated=True)
     await tier.rows.schedule(slow, 3, 60)
-    reports = []
 
-    async def refresh() -> None:
-        reports.append(await tier.rows.refresh_due([slow]))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(refresh)
-        await anyio.to_thread.run_sync(slow.read.wait)
+    async def write() -> None:
         set_stock(database, 3, 777)
         fresh = await tier.rows.refresh_now(plain, 3)
         assert fresh is not None
         assert fresh["stock"] == 777
-        slow.gate.set()
-    assert reports[0].fenced == 1
+
+    report = await while_loading(slow, lambda: tier.rows.refresh_due([slow]), write)
+    assert report.fenced == 1
     assert (await tier.rows.get(plain, 3))["stock"] == 777
 
 

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from tests.unit.test_counter_ops import finish
 from webtier._keys import shard_of
-from webtier._ops import rows
+from webtier._ops import row_refresh, rows
 from webtier._protocol import Call, Gather, Request, ScriptCall
 from webtier._rowjson import decode
 from webtier.config import Config, RowSettings
@@ -60,15 +61,6 @@ def test_a_tiny_positive_delay_is_at_least_one_ms() -> None:
     assert next(rows.schedule(CFG, SOURCE, 1, 1e-9)).commands[0].args == ("1", 1)  # type: ignore[union-attr]
 
 
-def finish(op: Any, *replies: Any) -> Any:
-    next(op)
-    for reply in replies[:-1]:
-        op.send(reply)
-    with pytest.raises(StopIteration) as done:
-        op.send(replies[-1])
-    return done.value.value
-
-
 def test_get_is_one_read_and_an_empty_copy_means_no_such_row() -> None:
     op = rows.get(CFG, SOURCE, 2)
     request = next(op)
@@ -90,7 +82,7 @@ def claim_reply(
 
 
 def test_a_round_claims_every_shard_loads_once_and_stores_with_the_tickets() -> None:
-    op = rows.refresh_round(CFG)
+    op = row_refresh.refresh_round(CFG)
     step = next(op)
     assert isinstance(step, Gather)
     assert [r.route for r in step.requests] == [shard("4").route, shard("1").route]
@@ -131,7 +123,9 @@ def test_a_round_claims_every_shard_loads_once_and_stores_with_the_tickets() -> 
 
 
 def test_store_results_are_counted_as_fenced_stored_removed() -> None:
-    op = rows.refresh_round(Config(prefix="p", rows=RowSettings(sources=(SOURCE,), shards=1)))
+    op = row_refresh.refresh_round(
+        Config(prefix="p", rows=RowSettings(sources=(SOURCE,), shards=1))
+    )
     next(op)
     step = op.send([claim_reply(1, -1, [("1", 1, 1), ("4", 2, 1), ("5", 3, 1)], [])])
     step = op.send(step.blocking())  # type: ignore[union-attr]
@@ -146,7 +140,7 @@ def test_store_results_are_counted_as_fenced_stored_removed() -> None:
 def test_a_failed_load_gives_the_rows_back_and_raises_source_error() -> None:
     broken = FunctionSource("inv", lambda key: 1 / 0)  # type: ignore[arg-type,return-value]
     cfg = Config(prefix="p", rows=RowSettings(sources=(broken,), shards=1, batch=3))
-    op = rows.refresh_round(cfg)
+    op = row_refresh.refresh_round(cfg)
     next(op)
     step = op.send([claim_reply(1000, -1, [("1", 7, 900)], [])])
     assert isinstance(step, Call)
@@ -164,7 +158,7 @@ def test_a_failed_load_gives_the_rows_back_and_raises_source_error() -> None:
 
 def test_a_full_shard_asks_for_another_round_at_once() -> None:
     cfg = Config(prefix="p", rows=RowSettings(sources=(SOURCE,), shards=1, batch=1))
-    op = rows.refresh_round(cfg)
+    op = row_refresh.refresh_round(cfg)
     next(op)
     step = op.send([claim_reply(1000, 1000, [("1", 7, 900)], [])])
     step = op.send(step.blocking())  # type: ignore[union-attr]
@@ -175,7 +169,7 @@ def test_a_full_shard_asks_for_another_round_at_once() -> None:
 
 def test_a_shard_that_fails_does_not_stop_the_others() -> None:
     cfg = Config(prefix="p", rows=RowSettings(sources=(SOURCE,), shards=2, batch=3))
-    op = rows.refresh_round(cfg)
+    op = row_refresh.refresh_round(cfg)
     step = next(op)
     assert isinstance(step, Gather)
     failure = ServerError("node down")
@@ -187,7 +181,7 @@ def test_a_shard_that_fails_does_not_stop_the_others() -> None:
 
 def test_no_sources_means_no_requests() -> None:
     with pytest.raises(StopIteration) as done:
-        next(rows.refresh_round(Config()))
+        next(row_refresh.refresh_round(Config()))
     assert done.value.value.report.claimed == 0
 
 

@@ -8,6 +8,7 @@ import math
 import uuid
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given
@@ -45,6 +46,19 @@ def test_every_row_comes_back_equal(row: dict[str, Any]) -> None:
     back = decode(encode(row))
     assert back == row
     assert [type(v) for v in back.values()] == [type(v) for v in row.values()]
+
+
+def test_zoned_times_in_a_fold_come_back_equal() -> None:
+    # Python never finds a time in a zone's fold equal to one with a fixed
+    # offset: the zone itself must come back, with the right fold.
+    paris = ZoneInfo("Europe/Paris")
+    for fold in (0, 1):
+        value = dt.datetime(2024, 10, 27, 2, 30, tzinfo=paris, fold=fold)
+        back = decode(encode({"t": value}))["t"]
+        assert back == value
+        assert back.tzinfo is paris
+        assert back.utcoffset() == value.utcoffset()
+    assert '"2024-10-27T02:30:00+01:00[Europe/Paris]"' in encode({"t": value})
 
 
 def test_nan_comes_back_nan_and_decimal_keeps_its_exponent() -> None:

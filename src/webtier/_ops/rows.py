@@ -12,6 +12,9 @@ then stores its copy only if the row still holds that ticket. Invalidating,
 unscheduling or loading the row again takes the ticket away, so a load that
 read the database before a write can never overwrite the copy of a load
 that read it after (docs/rows.md walks through the interleavings).
+
+This module has the schedule, the reads and the write path; the workers'
+refresh is :mod:`webtier._ops.row_refresh`.
 """
 
 from __future__ import annotations
@@ -22,17 +25,17 @@ import numbers
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from webtier._keys import RowShard, shard_of
-from webtier._protocol import Arg, Call, Gather, Op, Reply, Request, ScriptCall, read, text, write
+from webtier._protocol import Arg, Call, Op, Reply, Request, ScriptCall, read, text, write
 from webtier._rowjson import decode, encode
 from webtier._scripts import Script
 from webtier.config import Config
-from webtier.errors import InvalidInput, SourceError, WebtierError
-from webtier.rowsource import Row, Source
+from webtier.errors import InvalidInput, SourceError
+from webtier.rowsource import Source
 
 CLAIM = Script.load("row_claim")
 STORE = Script.load("row_store")
@@ -49,63 +52,12 @@ LONGEST_PAUSE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
-class RefreshReport:
-    """What a refresh did."""
-
-    claimed: int = 0  # rows taken from the schedule
-    stored: int = 0  # fresh copies stored
-    removed: int = 0  # rows gone from the database, so removed from the cache
-    fenced: int = 0  # loads not stored: the row changed or was loaded again meanwhile
-    dropped: int = 0  # rows scheduled without a delay, unscheduled (the book's crash)
-    failed: int = 0  # rows whose load failed, to be retried with backoff
-    seconds: float = 0.0
-
-    def __add__(self, other: RefreshReport) -> RefreshReport:
-        return RefreshReport(
-            *(getattr(self, f.name) + getattr(other, f.name) for f in fields(self))
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class RowStatus:
     """How many rows of a source are scheduled, due, and being loaded."""
 
     scheduled: int
     due: int  # due now and not claimed yet
     loading: int  # loads in flight (claimed by a worker, or read through)
-
-
-@dataclass(frozen=True, slots=True)
-class Round:
-    """One round of a worker: claim from every shard, load, store."""
-
-    report: RefreshReport
-    now: int | None  # server time of the claims (ms)
-    more: bool  # some shard had more due rows than one round takes
-    next_due: int | None  # earliest due time left in the schedule (server ms)
-    # Rows that could not be cached (a value JSON cannot hold): each is
-    # retried with a backoff of its own, so they do not hold up the others.
-    problems: tuple[SourceError, ...] = ()
-
-
-@dataclass(slots=True)
-class _Claim:
-    source: Source
-    shard: RowShard
-    key: str
-    ticket: str
-
-
-@dataclass(slots=True)
-class _Tally:
-    """Counts and errors of a round, while it runs."""
-
-    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    errors: list[WebtierError] = field(default_factory=list)  # raised after the round
-    problems: list[SourceError] = field(default_factory=list)  # reported in the Round
-
-    def report(self, started: float) -> RefreshReport:
-        return RefreshReport(**self.counts, seconds=time.monotonic() - started)
 
 
 # -- arguments ------------------------------------------------------------------------
@@ -122,7 +74,7 @@ def _delay_ms(delay: object) -> int:
     return max(1, round(seconds * 1000))
 
 
-def _ms(seconds: float) -> int:
+def to_ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
@@ -134,7 +86,7 @@ def _pause(seconds: float) -> Call:
     return Call(partial(time.sleep, seconds), partial(asyncio.sleep, seconds))
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     # SQLAlchemy's messages go on with the SQL and its parameters; the cause
     # is chained for whoever wants them.
     return str(error).strip().split("\n", 1)[0]
@@ -148,9 +100,11 @@ def _decoded(copy: Reply) -> dict[str, Any] | None:
 # -- requests -------------------------------------------------------------------------
 
 
-def _store(cfg: Config, shard: RowShard, entries: Sequence[tuple[str, str, str, str]]) -> Request:
+def store_request(
+    cfg: Config, shard: RowShard, entries: Sequence[tuple[str, str, str, str]]
+) -> Request:
     """Store ``(key, ticket, mode, data)`` entries of one shard; see row_store.lua."""
-    args: list[Arg] = [_ms(cfg.rows.ttl), round(cfg.rows.missing_ttl * 1000)]
+    args: list[Arg] = [to_ms(cfg.rows.ttl), round(cfg.rows.missing_ttl * 1000)]
     for entry in entries:
         args += entry
     keys = (shard.due, shard.delay, shard.fill, shard.lease, shard.fail)
@@ -159,14 +113,14 @@ def _store(cfg: Config, shard: RowShard, entries: Sequence[tuple[str, str, str, 
     return write(shard.route, call, idempotent=True)
 
 
-def _release(
+def release_request(
     cfg: Config, shard: RowShard, claims: Iterable[tuple[str, str]], backoff: bool = True
 ) -> Request:
     """Give claimed rows back, due again after their own backoff, or at once
     (``backoff=False``: the caller backs off as a whole, as the worker does
     when the database is down)."""
     rows = cfg.rows
-    args: list[Arg] = [_ms(rows.retry_backoff), _ms(rows.retry_cap)] if backoff else [0, 0]
+    args: list[Arg] = [to_ms(rows.retry_backoff), to_ms(rows.retry_cap)] if backoff else [0, 0]
     for key, ticket in claims:
         args += (key, ticket)
     call = ScriptCall(RELEASE, (shard.due, shard.fill, shard.lease, shard.fail), tuple(args))
@@ -180,7 +134,7 @@ def _invalidate(shard: RowShard, key: str) -> Request:
 
 def _fill(cfg: Config, shard: RowShard, key: str, mode: str) -> Request:
     keys = (shard.fill, shard.lease, shard.seq, shard.row(key))
-    call = ScriptCall(FILL, keys, (key, _ms(cfg.rows.fill_lease), mode))
+    call = ScriptCall(FILL, keys, (key, to_ms(cfg.rows.fill_lease), mode))
     # Sent again after a lost reply, it finds its own load live and waits it
     # out, or takes a newer ticket: slower, never wrong.
     return write(shard.route, call, idempotent=True)
@@ -284,14 +238,14 @@ def _load_one(
         # Let others load it at once (release), or, when the caller said the
         # row changed, drop the copy that is now known to be stale.
         yield (
-            _release(cfg, shard, [(key, ticket)])
+            release_request(cfg, shard, [(key, ticket)])
             if on_failure == "release"
             else _invalidate(shard, key)
         )
         raise SourceError(
-            f"{source.name}: loading row {key!r} failed: {_first_line(error)}"
+            f"{source.name}: loading row {key!r} failed: {first_line(error)}"
         ) from error
-    yield _store(cfg, shard, [(key, ticket, "f", data)])
+    yield store_request(cfg, shard, [(key, ticket, "f", data)])
     # A fenced store means the row changed after this load began; the copy
     # read is still at least as new as the change, so the caller gets it.
     return decode(data) if data else None
@@ -319,150 +273,3 @@ def refresh_now(cfg: Config, source: Source, row_id: object) -> Op[dict[str, Any
     shard = _shard(cfg, source, key)
     (reply,) = yield _fill(cfg, shard, key, "force")
     return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "invalidate"))
-
-
-# -- the worker's refresh -------------------------------------------------------------
-
-
-def _claims(
-    replies: Sequence[Any], plan: Sequence[tuple[Source, RowShard]], batch: int, tally: _Tally
-) -> tuple[list[_Claim], dict[RowShard, list[str]], int | None, bool, int | None]:
-    """Claims, drops by shard, server time, whether a shard had more due
-    rows than a round takes, and the earliest due time left."""
-    claims: list[_Claim] = []
-    drops: dict[RowShard, list[str]] = defaultdict(list)
-    now: int | None = None
-    next_due: int | None = None
-    full = False
-    for (source, shard), reply in zip(plan, replies, strict=True):
-        if isinstance(reply, WebtierError):
-            tally.errors.append(reply)
-            continue
-        ((server_now, head, count, *rest),) = reply
-        now = int(server_now)
-        if int(head) >= 0:
-            next_due = int(head) if next_due is None else min(next_due, int(head))
-        count = int(count)
-        claims += (
-            _Claim(source, shard, text(rest[3 * i]), text(rest[3 * i + 1])) for i in range(count)
-        )
-        drops[shard] += [text(key) for key in rest[3 * count :]]
-        full = full or len(rest) - 2 * count >= batch  # claimed + dropped
-    return claims, drops, now, full, next_due
-
-
-def refresh_round(
-    cfg: Config, sources: Sequence[Source] | None = None, upto: int | None = None
-) -> Op[Round]:
-    """One worker round over ``sources`` (default: the configured ones):
-    claim due rows from every shard (at most ``batch`` each, and only those
-    due by ``upto`` server ms if given), load them ``batch`` at a time, one
-    query each, and store the copies."""
-    started = time.monotonic()
-    settings = cfg.rows
-    chosen = tuple(settings.sources if sources is None else sources)
-    plan = [(s, cfg.keys.row_shard(s.name, n)) for s in chosen for n in range(settings.shards)]
-    if not plan:
-        return Round(RefreshReport(), None, False, None)
-    args: tuple[Arg, ...] = (settings.batch, _ms(settings.lease), "" if upto is None else upto)
-    replies = yield Gather(
-        tuple(
-            # Not idempotent: sent twice it claims twice. A claim whose reply
-            # is lost holds its rows until the lease runs out, then they are due.
-            write(
-                sh.route,
-                ScriptCall(CLAIM, (sh.due, sh.delay, sh.fill, sh.lease, sh.fail, sh.seq), args),
-                idempotent=False,
-            )
-            for _, sh in plan
-        )
-    )
-    tally = _Tally()
-    claims, drops, now, full, next_due = _claims(replies, plan, settings.batch, tally)
-    tally.counts["claimed"] = len(claims)
-    if any(drops.values()):
-        # Their schedule entries went in the claim; their copies go now.
-        yield tuple(
-            write(shard.route, *(("DEL", shard.row(k)) for k in keys), idempotent=True)
-            for shard, keys in drops.items()
-            if keys
-        )
-        tally.counts["dropped"] = sum(len(keys) for keys in drops.values())
-    by_source: dict[Source, list[_Claim]] = defaultdict(list)
-    for claim in claims:
-        by_source[claim.source].append(claim)
-    for source, source_claims in by_source.items():
-        for at in range(0, len(source_claims), settings.batch):
-            yield from _refresh_chunk(cfg, source, source_claims[at : at + settings.batch], tally)
-    if tally.errors:
-        raise tally.errors[0]
-    return Round(tally.report(started), now, full, next_due, tuple(tally.problems))
-
-
-def _refresh_chunk(cfg: Config, source: Source, chunk: list[_Claim], tally: _Tally) -> Op[None]:
-    """Load one chunk of claimed rows with one query, and store them."""
-    try:
-        rows: dict[str, Row] = yield Call(partial(source.load, [c.key for c in chunk]))
-    except Exception as error:
-        # The database is down, or the loader broken: every row of the chunk
-        # is due again at once, and the round fails, so that the worker backs
-        # off as a whole (and logs the outage once, not once per row).
-        yield from _give_back(cfg, chunk, tally, backoff=False)
-        failure = SourceError(
-            f"{source.name}: loading {len(chunk)} rows failed: {_first_line(error)}"
-        )
-        failure.__cause__ = error
-        tally.errors.append(failure)
-        return
-    stores: dict[RowShard, list[tuple[str, str, str, str]]] = defaultdict(list)
-    unstorable: list[_Claim] = []
-    for claim in chunk:
-        row = rows.get(claim.key)
-        try:
-            data = "" if row is None else encode(row)
-        except InvalidInput as error:
-            unstorable.append(claim)
-            failure = SourceError(f"{source.name}: row {claim.key!r} cannot be cached: {error}")
-            failure.__cause__ = error
-            tally.problems.append(failure)
-            continue
-        stores[claim.shard].append((claim.key, claim.ticket, "r", data))
-    if unstorable:
-        yield from _give_back(cfg, unstorable, tally)
-    if not stores:
-        return
-    replies = yield tuple(_store(cfg, shard, entries) for shard, entries in stores.items())
-    for (results,) in replies:
-        for result in results:
-            tally.counts[("fenced", "stored", "removed")[int(result)]] += 1
-
-
-def _give_back(
-    cfg: Config, claims: Sequence[_Claim], tally: _Tally, backoff: bool = True
-) -> Op[None]:
-    by_shard: dict[RowShard, list[tuple[str, str]]] = defaultdict(list)
-    for claim in claims:
-        by_shard[claim.shard].append((claim.key, claim.ticket))
-    yield tuple(_release(cfg, shard, entries, backoff) for shard, entries in by_shard.items())
-    tally.counts["failed"] += len(claims)
-
-
-def refresh_due(cfg: Config, sources: Sequence[Source] | None = None) -> Op[RefreshReport]:
-    """Refresh every row of ``sources`` (default: the configured ones) that
-    is due now, in rounds of ``batch`` rows per shard, and report. Raises
-    :class:`~webtier.errors.SourceError` at the end if some rows could not
-    be loaded or cached (the others were)."""
-    total = RefreshReport()
-    problems: list[SourceError] = []
-    upto: int | None = None
-    while True:
-        done = yield from refresh_round(cfg, sources, upto)
-        total += done.report
-        problems += done.problems
-        if not done.more:
-            if problems:
-                raise problems[0]
-            return total
-        # Rows refreshed in this call may come due again within it (a short
-        # delay); later rounds take only what was due when it began.
-        upto = done.now if upto is None else upto
