@@ -24,6 +24,7 @@ from webtier.config import Config, RowSettings
 from webtier.errors import InvalidInput, SourceError
 from webtier.rowsource import FunctionSource
 from webtier.sqlsource import SqlSource
+from webtier.workers import JOBS, AsyncWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -449,3 +450,21 @@ async def test_a_table_named_is_reflected(tier: Any, database: sa.Engine) -> Non
         "name": row["name"],
         "stock": row["stock"],
     }
+
+
+@sqlite_only
+async def test_the_asyncio_worker_refreshes_rows(
+    redis_url: str, prefix: str, database: sa.Engine
+) -> None:
+    source = seed(database)
+    client = webtier.connect_async(redis_url)
+    tier = webtier.AsyncWebTier(client, rows_config(prefix, sources=(source,)))
+    try:
+        for item_id in (1, 2, 3):
+            await tier.rows.schedule(source, item_id, 60)
+        await AsyncWorker(tier, [JOBS["rows"]], once=True).run()
+        assert await tier.rows.get_many(source, [1, 2, 3]) == {
+            i: db_row(database, i) for i in (1, 2, 3)
+        }
+    finally:
+        await client.aclose()
