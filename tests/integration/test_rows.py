@@ -335,6 +335,46 @@ async def test_refresh_now_wins_over_a_slower_older_refresh(tier: Any, database:
     assert (await tier.rows.get(plain, 3))["stock"] == 777
 
 
+async def test_refresh_now_fenced_by_a_newer_load_leaves_no_older_copy(
+    tier: Any, database: sa.Engine
+) -> None:
+    plain = seed(database)
+    await tier.rows.schedule(plain, 5, 0.2)
+    await tier.rows.refresh_due([plain])
+    old = await tier.rows.get(plain, 5)
+    assert old is not None
+    set_stock(database, 5, 8888)  # the application's write...
+    now = Instrumented(plain, gated=True)
+    worker = Instrumented(plain, gated=True)
+    results: dict[str, Any] = {}
+
+    async def refresh_now() -> None:
+        results["now"] = await tier.rows.refresh_now(now, 5)  # ...then its refresh
+
+    async def refresh_due() -> None:
+        results["worker"] = await tier.rows.refresh_due([worker])
+
+    async with anyio.create_task_group() as group:
+        try:
+            group.start_soon(refresh_now)
+            await anyio.to_thread.run_sync(now.read.wait)  # refresh_now read the new row
+            await anyio.sleep(0.25)  # the row comes due: a worker takes a newer ticket
+            group.start_soon(refresh_due)
+            await anyio.to_thread.run_sync(worker.read.wait)
+            now.gate.set()  # refresh_now stores, fenced by the worker's newer ticket
+            while "now" not in results:
+                await anyio.sleep(0.01)
+            # refresh_now returned: no reader may see the copy from before the write.
+            results["seen"] = await tier.rows.get(plain, 5)
+        finally:
+            now.gate.set()
+            worker.gate.set()
+    assert results["now"]["stock"] == 8888
+    assert results["seen"] is None or results["seen"]["stock"] == 8888, results["seen"]
+    assert results["worker"].stored == 1
+    assert (await tier.rows.get(plain, 5))["stock"] == 8888
+
+
 @sqlite_only
 async def test_refresh_now_of_a_deleted_row_removes_it(tier: Any, database: sa.Engine) -> None:
     source = seed(database)

@@ -220,7 +220,7 @@ def _read_through(
         if kind == "hit":
             return _decoded(reply[1])
         if kind == "load":
-            return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "release"))
+            return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "f"))
         # Another reader or a worker is loading it: wait for its copy, or
         # for its lease to run out (then this reader takes the load).
         yield _pause(min(pause, int(reply[1]) / 1000))
@@ -228,26 +228,27 @@ def _read_through(
 
 
 def _load_one(
-    cfg: Config, source: Source, shard: RowShard, key: str, ticket: str, on_failure: str
+    cfg: Config, source: Source, shard: RowShard, key: str, ticket: str, mode: str
 ) -> Op[dict[str, Any] | None]:
+    """Load one row under ``ticket`` and store it: ``mode`` "f" for a
+    read-through, "n" for refresh_now (see row_store.lua)."""
     try:
         rows = yield Call(partial(source.load, [key]))
         row = rows.get(key)
         data = "" if row is None else encode(row)
     except Exception as error:
-        # Let others load it at once (release), or, when the caller said the
-        # row changed, drop the copy that is now known to be stale.
+        # A reader lets others load the row at once; refresh_now, whose
+        # caller said the row changed, drops the copy now known to be stale.
         yield (
-            release_request(cfg, shard, [(key, ticket)])
-            if on_failure == "release"
-            else _invalidate(shard, key)
+            release_request(cfg, shard, [(key, ticket)]) if mode == "f" else _invalidate(shard, key)
         )
         raise SourceError(
             f"{source.name}: loading row {key!r} failed: {first_line(error)}"
         ) from error
-    yield store_request(cfg, shard, [(key, ticket, "f", data)])
-    # A fenced store means the row changed after this load began; the copy
-    # read is still at least as new as the change, so the caller gets it.
+    yield store_request(cfg, shard, [(key, ticket, mode, data)])
+    # A refused store means a newer load or a change came meanwhile; what
+    # this load read is still at least as new as the call, so the caller
+    # gets it.
     return decode(data) if data else None
 
 
@@ -266,10 +267,12 @@ def invalidate(cfg: Config, source: Source, row_id: object) -> Op[bool]:
 def refresh_now(cfg: Config, source: Source, row_id: object) -> Op[dict[str, Any] | None]:
     """Load row ``row_id`` from the database now and cache it, fencing off
     older loads in flight; returns the row, or ``None`` if it no longer
-    exists. Readers keep the previous copy until the new one is stored; if
-    the load fails the copy is dropped (it is stale) and
-    :class:`~webtier.errors.SourceError` is raised."""
+    exists. Readers keep the previous copy while it loads; once it returns,
+    none sees a copy from before the call (if a newer load fenced this one
+    off, the copy is dropped until that load stores). If the load fails the
+    copy is dropped (it is stale) and :class:`~webtier.errors.SourceError`
+    is raised."""
     key = source.key(row_id)
     shard = _shard(cfg, source, key)
     (reply,) = yield _fill(cfg, shard, key, "force")
-    return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "invalidate"))
+    return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "n"))

@@ -11,7 +11,10 @@
 -- ARGV[2] = how long (ms) to remember that a row does not exist; 0: not at all
 -- ARGV[3 + 4(i-1)] .. ARGV[6 + 4(i-1)] = row i: key, ticket, mode, data
 --   mode 'r': a scheduled refresh: the next one is due in the row's delay
---   mode 'f': a read-through or explicit load: the schedule is left alone
+--   mode 'f': a read-through load: the schedule is left alone
+--   mode 'n': refresh_now: as 'f', and if refused, the copy is dropped: the
+--             caller changed the row, and a newer load (which fenced this
+--             one off) has yet to store, so the copy may be from before
 --   data:     the row's JSON, or '' if the row does not exist
 -- Returns, per row: 1 stored, 2 removed (no such row), 0 refused (fenced).
 --
@@ -52,6 +55,7 @@ for i = 1, n do
   local row = KEYS[5 + i]
   local delay = tonumber(delays[i])
   if tickets[i] ~= ticket then
+    if mode == 'n' then redis.call('DEL', row) end
     results[i] = 0
   else
     settled[#settled + 1] = key
