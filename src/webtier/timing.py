@@ -65,22 +65,42 @@ class FailureLog:
 FAILURES = FailureLog()
 
 
-def _record_op(cfg: Config, context: str, seconds: float, failed: bool) -> Op[stats.Recorded]:
-    return stats.record(cfg, context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
+class _Stopwatch:
+    """What both timers share: the context, checked up front, and the start."""
+
+    def __init__(self, config: Config, context: str) -> None:
+        self._config = config
+        self.context = check_name("context", context)
+        self._started: float | None = None
+
+    def _start(self) -> None:
+        self._started = time.perf_counter()
+
+    def _stop(self, kind: type[BaseException] | None) -> Op[stats.Recorded] | None:
+        """The operation recording the block that just ended, or None when a
+        KeyboardInterrupt, SystemExit or cancellation ends it: the process or
+        task is on its way out, and waiting on Redis would only delay it."""
+        started, self._started = self._started, None
+        if started is None:
+            raise RuntimeError(f"{type(self).__name__} exited without being entered")
+        if kind is not None and not issubclass(kind, Exception):
+            return None
+        seconds = max(time.perf_counter() - started, 0.0)
+        failed = kind is not None
+        return stats.record(self._config, self.context, ACCESS_TIME, seconds, failed=failed)
 
 
-class AccessTimer:
+class AccessTimer(_Stopwatch):
     """Times a block (``with``) or each call of a function (decorator) and
     records it as ``context``'s ``AccessTime``. One ``with`` at a time per
     timer; decorated functions may run concurrently."""
 
     def __init__(self, run: Callable[[Op[Any]], Any], config: Config, context: str) -> None:
-        self._run, self._config = run, config
-        self.context = check_name("context", context)
-        self._started: float | None = None
+        super().__init__(config, context)
+        self._run = run
 
     def __enter__(self) -> AccessTimer:
-        self._started = time.perf_counter()
+        self._start()
         return self
 
     def __exit__(
@@ -89,16 +109,12 @@ class AccessTimer:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        started, self._started = self._started, None
-        if started is None:
-            raise RuntimeError("AccessTimer exited without being entered")
-        if kind is not None and not issubclass(kind, Exception):
-            return  # KeyboardInterrupt, SystemExit: the process is on its way out
-        seconds = time.perf_counter() - started
-        try:
-            self._run(_record_op(self._config, self.context, seconds, kind is not None))
-        except WebtierError as failure:
-            FAILURES.failed(self.context, failure)
+        record = self._stop(kind)
+        if record is not None:
+            try:
+                self._run(record)
+            except WebtierError as failure:
+                FAILURES.failed(self.context, failure)
 
     def __call__(self, function: Callable[P, T]) -> Callable[P, T]:
         @functools.wraps(function)
@@ -109,20 +125,18 @@ class AccessTimer:
         return timed
 
 
-class AsyncAccessTimer:
+class AsyncAccessTimer(_Stopwatch):
     """:class:`AccessTimer` for asyncio: ``async with``, or a decorator of
-    coroutine functions. A block cancelled (``CancelledError``) is not
-    recorded: the task is being torn down."""
+    coroutine functions. A cancelled block is not recorded."""
 
     def __init__(
         self, run: Callable[[Op[Any]], Awaitable[Any]], config: Config, context: str
     ) -> None:
-        self._run, self._config = run, config
-        self.context = check_name("context", context)
-        self._started: float | None = None
+        super().__init__(config, context)
+        self._run = run
 
     async def __aenter__(self) -> AsyncAccessTimer:
-        self._started = time.perf_counter()
+        self._start()
         return self
 
     async def __aexit__(
@@ -131,16 +145,12 @@ class AsyncAccessTimer:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        started, self._started = self._started, None
-        if started is None:
-            raise RuntimeError("AsyncAccessTimer exited without being entered")
-        if kind is not None and not issubclass(kind, Exception):
-            return  # cancelled or exiting: awaiting Redis now would delay it
-        seconds = time.perf_counter() - started
-        try:
-            await self._run(_record_op(self._config, self.context, seconds, kind is not None))
-        except WebtierError as failure:
-            FAILURES.failed(self.context, failure)
+        record = self._stop(kind)
+        if record is not None:
+            try:
+                await self._run(record)
+            except WebtierError as failure:
+                FAILURES.failed(self.context, failure)
 
     def __call__(
         self, function: Callable[P, Coroutine[Any, Any, T]]
