@@ -166,7 +166,9 @@ async def test_every_key_expires_by_itself(tier_factory: Any, prefix: str, redis
         client.close()
 
 
-async def test_the_ranking_keeps_the_slowest_by_mean(tier_factory: Any, prefix: str) -> None:
+async def test_the_ranking_keeps_the_slowest_by_mean(
+    tier_factory: Any, prefix: str, redis_url: str
+) -> None:
     settings = StatsSettings(slowest=3, shards=1)
     tier = tier_factory(Config(prefix=prefix, stats=settings))
     means = {f"/page/{i}": (i + 1) / 100 for i in range(8)}
@@ -176,6 +178,12 @@ async def test_the_ranking_keeps_the_slowest_by_mean(tier_factory: Any, prefix: 
     slowest = await tier.stats.slowest(3)
     assert [c for c, _ in slowest] == ["/page/7", "/page/6", "/page/5"]
     assert [s for _, s in slowest] == pytest.approx([0.08, 0.07, 0.06])
+    (ranking,) = all_keys(redis_url, f"{prefix}:*:slow:*")
+    client = webtier.connect(redis_url)
+    try:
+        assert client.zcard(ranking) == 3  # bounded memory: the faster ones left it
+    finally:
+        client.close()
     assert await tier.stats.slowest(1) == slowest[:1]
     # Unranked types leave the ranking alone.
     await tier.stats.record("/page/0", "Items", 1e6)
