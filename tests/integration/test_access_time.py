@@ -4,16 +4,14 @@ on every target."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 
 import pytest
 
 import webtier
-from webtier import timing
-from webtier.testing import RedisServer
 
 ACCESS = "AccessTime"
+pytestmark = pytest.mark.usefixtures("steady_hour")
 
 
 @pytest.fixture
@@ -120,27 +118,3 @@ async def test_a_cancelled_block_is_not_recorded(atier: webtier.AsyncWebTier) ->
     with pytest.raises(asyncio.CancelledError):
         await task
     assert (await atier.stats.get("/slow", ACCESS)).count == 0
-
-
-@pytest.fixture
-def stopped_server() -> RedisServer:
-    server = RedisServer.start()
-    server.stop()
-    return server
-
-
-def test_when_redis_is_away_the_block_still_succeeds_and_it_is_logged(
-    stopped_server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(timing, "FAILURES", timing.FailureLog())
-    policy = webtier.RetryPolicy(attempts=0)
-    tier = webtier.WebTier(stopped_server.client(), webtier.Config(retry=policy))
-    with caplog.at_level(logging.WARNING, logger="webtier.stats"):
-        for _ in range(3):
-            with tier.stats.access_time("/down"):
-                pass
-    lines = [r for r in caplog.records if r.name == "webtier.stats"]
-    assert len(lines) == 1, "an outage is reported once, not per request"
-    assert "/down" in lines[0].getMessage()
-    with pytest.raises(webtier.RedisUnavailable):
-        tier.stats.record("/down", ACCESS, 0.1)  # the plain API does raise

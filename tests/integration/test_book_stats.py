@@ -13,6 +13,8 @@ import webtier
 from tests.conftest import all_keys
 from webtier import book
 
+pytestmark = pytest.mark.usefixtures("steady_hour")
+
 
 @pytest.fixture(params=[False, True], ids=["bytes", "decoded"])
 def conn(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Any]:

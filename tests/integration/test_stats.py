@@ -18,7 +18,7 @@ from webtier.config import Config, StatsSettings
 from webtier.errors import InvalidInput
 from webtier.histogram import Histogram
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("steady_hour")]
 
 ACCESS = "AccessTime"
 

@@ -3,6 +3,7 @@ restart mid-load, a script cache flushed."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ import pytest
 
 import webtier
 from tests.integration.test_faults import stall
+from webtier import timing
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer
 
@@ -76,3 +78,27 @@ def test_a_flushed_script_cache_is_reloaded(server: RedisServer) -> None:
         admin.script_flush()
     tier.stats.record("/", ACCESS, 1.0)
     assert tier.stats.get("/", ACCESS).count == 2
+
+
+@pytest.fixture
+def stopped_server() -> RedisServer:
+    server = RedisServer.start()
+    server.stop()
+    return server
+
+
+def test_when_redis_is_away_the_block_still_succeeds_and_it_is_logged(
+    stopped_server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timing, "FAILURES", timing.FailureLog())
+    policy = webtier.RetryPolicy(attempts=0)
+    tier = webtier.WebTier(stopped_server.client(), webtier.Config(retry=policy))
+    with caplog.at_level(logging.WARNING, logger="webtier.stats"):
+        for _ in range(3):
+            with tier.stats.access_time("/down"):
+                pass
+    lines = [r for r in caplog.records if r.name == "webtier.stats"]
+    assert len(lines) == 1, "an outage is reported once, not per request"
+    assert "/down" in lines[0].getMessage()
+    with pytest.raises(webtier.RedisUnavailable):
+        tier.stats.record("/down", ACCESS, 0.1)  # the plain API does raise

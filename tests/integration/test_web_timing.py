@@ -32,6 +32,7 @@ from webtier.web.timing import (
 )
 
 ACCESS = "AccessTime"
+pytestmark = pytest.mark.usefixtures("steady_hour")
 
 
 class Boom(Exception):
