@@ -110,10 +110,10 @@ class Keyspace:
         the key parses back to exactly one (period, start, type, context)."""
         return f"{route}:{period}:{start}:{stat_type}:{context}"
 
-    def stats_ranking(self, route: str, period: int, start: int, stat_type: str) -> str:
-        """Zset ranking the shard's contexts of one type in one period. It
-        starts with a word where every stats key starts with digits."""
-        return f"{route}:slow:{period}:{start}:{stat_type}"
+    def stats_contexts(self, route: str, period: int, start: int, stat_type: str) -> str:
+        """Set of the shard's contexts of one type in one period, that
+        rankings read. It starts with a word where stats keys start with digits."""
+        return f"{route}:ctx:{period}:{start}:{stat_type}"
 
     # -- workers ----------------------------------------------------------------------
     @property

@@ -95,8 +95,8 @@ def get_stats(conn: Any, context: str, type: str) -> dict[str, float | None]:
 
 
 def access_time(conn: Any, context: str) -> AccessTimer:
-    """Time a ``with`` block as ``context``'s ``AccessTime`` and rank the
-    context among the slowest (Listing 5.8), even when the block raises."""
+    """Time a ``with`` block as ``context``'s ``AccessTime``, even when it
+    raises (Listing 5.8); :func:`slowest` ranks the contexts."""
     return tier_for(conn).stats.access_time(context)
 
 

@@ -258,12 +258,13 @@ def stats_show(ctx: click.Context, context: str, stat_type: str, periods: int, e
 @stats.command("slowest")
 @click.option("-n", "count", default=20, show_default=True, help="How many contexts.")
 @click.option("--periods", default=1, show_default=True, help="Newest periods to merge.")
+@click.option("--by", default="mean", show_default=True, help="mean, max, or p50, p95, p99...")
 @click.pass_context
-def stats_slowest(ctx: click.Context, count: int, periods: int) -> None:
+def stats_slowest(ctx: click.Context, count: int, periods: int, by: str) -> None:
     """The slowest contexts by access time, slowest first."""
     with _stats_tier(ctx) as tier:
         try:
-            ranked = tier.stats.slowest(count, periods=periods)
+            ranked = tier.stats.slowest(count, periods=periods, by=by)
         except WebtierError as error:
             raise click.ClickException(str(error)) from error
     for context, score in ranked:

@@ -123,8 +123,6 @@ class RetryPolicy:
 # -- statistics and access time ----------------------------------------------------------
 
 ACCESS_TIME = "AccessTime"  # the book's type for timed blocks
-# Rankings: by mean, or by a percentile (which needs histograms).
-_RANK_BY = {"mean": None, "p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,9 +133,10 @@ class StatsSettings:
     keep: int = 24  # complete periods kept besides the current one, each expiring by itself
     histograms: bool = True  # percentiles, from a histogram per (context, type, period)
     relative_error: float = 0.02  # most a percentile may be off, relative to the true value
-    slowest: int = 100  # contexts kept in each period's ranking, per shard
-    rank_by: str = "mean"  # "mean", or a percentile ("p50", "p75", "p90", "p95", "p99")
-    ranked: frozenset[str] = frozenset({ACCESS_TIME})  # types whose contexts are ranked
+    ranked: frozenset[str] = frozenset({ACCESS_TIME})  # types whose contexts can be ranked
+    # Contexts listed for rankings, per shard and period: contexts beyond it
+    # are recorded but not ranked. Bounds the listing whatever names arrive.
+    rank_limit: int = 10_000
     non_negative: frozenset[str] = frozenset({ACCESS_TIME})  # types refusing values < 0
     # Contexts are spread over this many hash tags (so cluster slots); a
     # context's shard follows from its name and this number: keep it fixed.
@@ -145,7 +144,6 @@ class StatsSettings:
 
     # Derived once here.
     sub_buckets: int = field(init=False, repr=False, compare=False)
-    rank_percent: float | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _require(
@@ -154,12 +152,11 @@ class StatsSettings:
         )
         _require(_is_int(self.keep) and 0 <= self.keep <= 10_000, "keep must be 0..10000")
         _require(isinstance(self.histograms, bool), "histograms must be True or False")
-        _require(_is_int(self.slowest) and 1 <= self.slowest <= 10_000, "slowest must be 1..10000")
-        _require(_is_int(self.shards) and 1 <= self.shards <= 16384, "shards must be 1..16384")
-        _require(self.rank_by in _RANK_BY, f"rank_by must be one of {', '.join(_RANK_BY)}")
         _require(
-            self.rank_by == "mean" or self.histograms, "ranking by a percentile needs histograms"
+            _is_int(self.rank_limit) and 1 <= self.rank_limit <= 1_000_000,
+            "rank_limit must be 1..1000000",
         )
+        _require(_is_int(self.shards) and 1 <= self.shards <= 16384, "shards must be 1..16384")
         for name in ("ranked", "non_negative"):
             types = getattr(self, name)
             _require(isinstance(types, frozenset), f"{name} must be a frozenset of type names")
@@ -169,7 +166,6 @@ class StatsSettings:
                 except InvalidInput as error:
                     raise ConfigError(f"{name}: {error}") from None
         object.__setattr__(self, "sub_buckets", sub_buckets_for(self.relative_error))
-        object.__setattr__(self, "rank_percent", _RANK_BY[self.rank_by])
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,16 +37,16 @@ def script_call(step: Any) -> ScriptCall:
     return call
 
 
-def test_an_access_time_is_one_script_call_with_its_record_and_ranking() -> None:
+def test_an_access_time_is_one_script_call_with_its_record_and_listing() -> None:
     op = stats.record(CFG, "/item/{id}", "AccessTime", 0.25)
     call = script_call(next(op))
     tag = f"p:{{s:{shard_of('/item/{id}', 4)}}}"
     assert call.keys == (
         f"{tag}:3600:{START}:AccessTime:/item/{{id}}",
-        f"{tag}:slow:3600:{START}:AccessTime",
+        f"{tag}:ctx:3600:{START}:AccessTime",
     )
     bucket = stats.bucket_of(0.25, 25)
-    assert call.args == (3600, START, 24, "0.25", bucket, "0", "/item/{id}", 100, "0")
+    assert call.args == (3600, START, 24, "0.25", bucket, "0", "/item/{id}", 10_000)
     with pytest.raises(StopIteration) as done:
         op.send([[1, 3, b"0.75", b"0.5"]])
     assert done.value.value == stats.Recorded(START, 3, 0.75, 0.5)
@@ -58,12 +58,6 @@ def test_an_unranked_type_without_histograms_touches_one_key() -> None:
     call = script_call(next(stats.record(cfg, "checkout", "Basket", -3, failed=True)))
     assert len(call.keys) == 1
     assert call.args == (3600, START, 24, "-3.0", "", "1")
-
-
-def test_ranking_by_a_percentile_sends_it_with_the_layout() -> None:
-    cfg = Config(prefix="p", stats=StatsSettings(rank_by="p95"))
-    call = script_call(next(stats.record(cfg, "/", "AccessTime", 1)))
-    assert call.args[-1] == "95:25"
 
 
 def test_the_servers_period_wins_over_the_callers_guess() -> None:
@@ -156,13 +150,46 @@ def test_a_read_on_the_wrong_side_of_the_hour_is_read_again() -> None:
     assert done.value.value.count == 0
 
 
-def test_periods_and_n_are_bounded_by_the_settings() -> None:
+def test_periods_n_and_by_are_checked() -> None:
     with pytest.raises(InvalidInput, match="periods"):
         next(stats.get(CFG, "a", "AccessTime", periods=26))
     with pytest.raises(InvalidInput, match="n"):
-        next(stats.slowest(CFG, n=101))
+        next(stats.slowest(CFG, n=0))
     with pytest.raises(InvalidInput, match="not ranked"):
         next(stats.slowest(CFG, type="Basket"))
+    for by in ("median", "p", "p101", "pxx", 95):
+        with pytest.raises(InvalidInput, match="by"):
+            next(stats.slowest(CFG, by=by))  # type: ignore[arg-type]
+    no_histograms = Config(stats=StatsSettings(histograms=False))
+    with pytest.raises(InvalidInput, match="histograms"):
+        next(stats.slowest(no_histograms, by="p95"))
+
+
+def test_slowest_reads_the_listed_contexts_then_scores_their_records() -> None:
+    cfg = Config(prefix="p", stats=StatsSettings(shards=2))
+    op = stats.slowest(cfg, n=2, periods=2)
+    first = next(op)
+    assert [[c[0] for c in r.commands] for r in first] == [
+        ["SMEMBERS", "SMEMBERS", "TIME"],  # the server's time rides along
+        ["SMEMBERS", "SMEMBERS"],
+    ]
+    now = [str(int(NOW)).encode(), b"0"]
+    second = op.send([[[b"/a", b"/b"], [b"/c"], now], [[], []]])
+    commands = [c for r in second for c in r.commands]
+    assert {c[0] for c in commands} == {"HMGET"}  # by mean: no histograms read
+    assert len(commands) == 3 * 2
+
+    def record(total: int, count: int) -> list[bytes | None]:
+        return [str(count).encode(), str(total).encode(), b"0", b"1", b"1", None]
+
+    by_key = {"/a": record(3, 1), "/b": record(10, 2), "/c": record(8, 1)}
+    replies = [
+        [by_key[c[1].rsplit(":", 1)[1]] if str(START) in c[1] else [None] * 6 for c in r.commands]
+        for r in second
+    ]
+    with pytest.raises(StopIteration) as done:
+        op.send(replies)
+    assert done.value.value == [("/c", 8.0), ("/b", 5.0)]
 
 
 def summary_of(values: list[float]) -> stats.Summary:
@@ -210,11 +237,9 @@ def test_the_spread_of_large_values_survives_where_the_books_formula_loses_it() 
         lambda: StatsSettings(period=0),
         lambda: StatsSettings(keep=-1),
         lambda: StatsSettings(relative_error=0.5),
-        lambda: StatsSettings(rank_by="p42"),
-        lambda: StatsSettings(rank_by="p95", histograms=False),
+        lambda: StatsSettings(rank_limit=0),
         lambda: StatsSettings(ranked=frozenset({"a:b"})),
         lambda: StatsSettings(ranked={"AccessTime"}),  # type: ignore[arg-type]
-        lambda: StatsSettings(slowest=0),
         lambda: StatsSettings(shards=0),
     ],
 )

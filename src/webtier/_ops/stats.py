@@ -5,13 +5,20 @@ Layout, per context, in the shard ``crc32(context) % shards``:
 * one hash per (context, type, period), ``<prefix>:{s:<shard>}:<period
   length>:<period start>:<type>:<context>``, holding count, sum, m2, min,
   max, errors and the histogram's buckets;
-* one zset per (type, period) for ranked types, ``<prefix>:{s:<shard>}:slow:
-  <period length>:<period start>:<type>``: the shard's slowest contexts.
+* one set per (type, period) for ranked types, ``<prefix>:{s:<shard>}:ctx:
+  <period length>:<period start>:<type>``: the shard's contexts, up to
+  ``rank_limit``, that rankings read.
 
 Recording is one script in one slot. The period is the one the *server's*
 clock is in: the caller guesses it from its own clock, and the script refuses
 a wrong guess (writing nothing) and names the right one. Every key expires
 ``keep`` periods after its own, so memory stays bounded with no cleaner.
+
+Rankings are computed when read, from the records themselves: exact (the
+book's trimmed zset forgets a context that was fast when trimmed and slow
+afterwards), by any statistic (mean, max, any percentile), over any number
+of periods merged, and free for writers, which only list a context on its
+first value of a period.
 """
 
 from __future__ import annotations
@@ -26,11 +33,11 @@ from decimal import Decimal
 from typing import Final
 
 from webtier._keys import check_name, check_stat_type, shard_of
-from webtier._protocol import Op, Reply, Request, ScriptCall, pairs, read, text, write
+from webtier._protocol import Command, Op, Reply, Request, ScriptCall, pairs, read, text, write
 from webtier._scripts import Script
 from webtier.config import ACCESS_TIME, Config, StatsSettings
 from webtier.errors import InvalidInput, ServerError
-from webtier.histogram import Histogram, bucket_of, is_bucket
+from webtier.histogram import Histogram, bucket_of, check_percent, is_bucket
 
 RECORD = Script.load("stats_record")
 
@@ -40,7 +47,8 @@ MAX_VALUE: Final = 1e15
 # is wrong only around the turn of a period (or on a skewed clock), so two
 # corrections are plenty; more means the server's clock jumps about.
 _GUESSES: Final = 3
-_SUMMARY = frozenset({b"count", b"sum", b"m2", b"min", b"max", b"errors"})
+_SUMMARY_FIELDS = (b"count", b"sum", b"m2", b"min", b"max", b"errors")
+_SUMMARY = frozenset(_SUMMARY_FIELDS)
 
 # The clock used to guess the server's period (tests skew it on purpose).
 guess_clock: Callable[[], float] = time.time
@@ -191,10 +199,8 @@ def _record_request(
         settings.period, start, settings.keep, repr(value), bucket, "1" if failed else "0"
     ]  # fmt: skip
     if stat_type in settings.ranked:
-        keys.append(cfg.keys.stats_ranking(route, settings.period, start, stat_type))
-        percent = settings.rank_percent
-        rank_by = "0" if percent is None else f"{percent:g}:{settings.sub_buckets}"
-        args += [context, settings.slowest, rank_by]
+        keys.append(cfg.keys.stats_contexts(route, settings.period, start, stat_type))
+        args += [context, settings.rank_limit]
     return write(route, ScriptCall(RECORD, tuple(keys), tuple(args)), idempotent=False)
 
 
@@ -202,9 +208,8 @@ def record(
     cfg: Config, context: str, type: str, value: float, *, failed: bool = False
 ) -> Op[Recorded]:
     """Add ``value`` to the stats of (``context``, ``type``) for the current
-    period, atomically, in one round trip; ``failed=True`` also counts it as
-    an error. For ranked types (``AccessTime``), the context's place in the
-    period's ranking of slowest contexts is updated in the same step.
+    period of the server's clock, atomically, in one round trip;
+    ``failed=True`` also counts it as an error.
 
     Not idempotent: a reply lost after sending raises
     :class:`~webtier.errors.OutcomeUnknown`, and the value is never sent twice."""
@@ -229,10 +234,13 @@ def _starts(settings: StatsSettings, current: int, periods: int) -> list[int]:
 
 
 def _server_period(
-    cfg: Config, build: Callable[[int], list[Request]]
+    cfg: Config, build: Callable[[int], list[Request]], current: int | None = None
 ) -> Op[tuple[int, list[list[Reply]]]]:
     """Replies to ``build(start)``, where ``start`` is the server's current
-    period: TIME rides along with a guess, and a wrong guess is read again."""
+    period (``current`` when the caller knows it already): TIME rides along
+    with a guess, and a wrong guess is read again."""
+    if current is not None:
+        return current, list((yield tuple(build(current))))
     settings = cfg.stats
     guess = period_start(settings, guess_clock())
     requests = build(guess)
@@ -247,14 +255,20 @@ def _server_period(
 
 
 def _summary(
-    settings: StatsSettings, context: str, stat_type: str, start: int, reply: Reply
+    settings: StatsSettings,
+    context: str,
+    stat_type: str,
+    start: int,
+    fields: dict[bytes, Reply],
+    whole: bool,
 ) -> Summary:
-    fields = dict(pairs(reply))
     if not fields:
         return Summary(context, stat_type, start, 1)
-    names = (text(name) for name in fields if name not in _SUMMARY)
-    buckets = {name: int(fields[name.encode()]) for name in names if is_bucket(name)}
-    histogram = Histogram(settings.sub_buckets, buckets) if settings.histograms else None
+    histogram = None
+    if whole:
+        names = (text(name) for name in fields if name not in _SUMMARY)
+        buckets = {name: int(fields[name.encode()]) for name in names if is_bucket(name)}
+        histogram = Histogram(settings.sub_buckets, buckets)
     try:
         return Summary(
             context,
@@ -266,27 +280,38 @@ def _summary(
             float(fields[b"m2"]),
             float(fields[b"min"]),
             float(fields[b"max"]),
-            int(fields.get(b"errors", 0)),
+            int(fields.get(b"errors") or 0),
             histogram,
         )
     except (KeyError, ValueError) as error:
         raise ServerError(f"malformed stats record of {context!r}: {error!r}") from error
 
 
-def series_many(
-    cfg: Config, contexts: Iterable[str], type: str, periods: int = 1
+def _fields(reply: Reply, whole: bool) -> dict[bytes, Reply]:
+    """A record's fields from HGETALL (``whole``) or HMGET of the summary."""
+    if whole:
+        return dict(pairs(reply))
+    return {name: value for name, value in zip(_SUMMARY_FIELDS, reply, strict=True) if value}
+
+
+def _series(
+    cfg: Config,
+    contexts: Sequence[str],
+    stat_type: str,
+    periods: int,
+    histograms: bool = True,
+    current: int | None = None,
 ) -> Op[dict[str, list[Summary]]]:
-    """Per context, one summary per period, the newest ``periods`` of them
-    (the current one included), oldest first: one round trip per node."""
+    """Per context, its summaries of the newest ``periods`` periods, oldest
+    first; without the histograms (HMGET of the summary) unless asked."""
     settings = cfg.stats
-    check_stat_type(type)
-    _check_periods(settings, periods)
-    wanted = list(dict.fromkeys(check_name("contexts", c) for c in contexts))
-    if not wanted:
-        return {}
+    whole = histograms and settings.histograms
     groups: dict[int, list[str]] = defaultdict(list)
-    for context in wanted:
+    for context in contexts:
         groups[shard_of(context, settings.shards)].append(context)
+
+    def read_record(key: str) -> Command:
+        return ("HGETALL", key) if whole else ("HMGET", key, *_SUMMARY_FIELDS)
 
     def build(current: int) -> list[Request]:
         starts = _starts(settings, current, periods)
@@ -295,20 +320,37 @@ def series_many(
             route = cfg.keys.stats_shard(shard)
             requests.append(
                 read(route, *(
-                    ("HGETALL", cfg.keys.stats(route, settings.period, s, type, c))
+                    read_record(cfg.keys.stats(route, settings.period, s, stat_type, c))
                     for c in names for s in starts
                 ))
             )  # fmt: skip
         return requests
 
-    current, replies = yield from _server_period(cfg, build)
+    current, replies = yield from _server_period(cfg, build, current)
     starts = _starts(settings, current, periods)
     found: dict[str, list[Summary]] = {}
     for names, group_replies in zip(groups.values(), replies, strict=True):
         flat = iter(group_replies)
         for context in names:
-            newest_first = [_summary(settings, context, type, s, next(flat)) for s in starts]
+            newest_first = [
+                _summary(settings, context, stat_type, s, _fields(next(flat), whole), whole)
+                for s in starts
+            ]
             found[context] = newest_first[::-1]
+    return found
+
+
+def series_many(
+    cfg: Config, contexts: Iterable[str], type: str, periods: int = 1
+) -> Op[dict[str, list[Summary]]]:
+    """Per context, one summary per period, the newest ``periods`` of them
+    (the current one included), oldest first: one round trip per node."""
+    check_stat_type(type)
+    _check_periods(cfg.stats, periods)
+    wanted = list(dict.fromkeys(check_name("contexts", c) for c in contexts))
+    if not wanted:
+        return {}
+    found = yield from _series(cfg, wanted, type, periods)
     return {context: found[context] for context in wanted}
 
 
@@ -339,28 +381,41 @@ def get(cfg: Config, context: str, type: str, periods: int = 1) -> Op[Summary]:
     return (yield from get_many(cfg, [context], type, periods))[context]
 
 
-def _score(settings: StatsSettings, summary: Summary) -> float | None:
-    if settings.rank_percent is None:
-        return summary.mean
-    return summary.percentile(settings.rank_percent)
+def _scorer(by: object) -> tuple[Callable[[Summary], float | None], bool]:
+    """How to score a summary for ``by`` ("mean", "max" or "p<percent>"), and
+    whether that needs the histograms."""
+    if by == "mean":
+        return (lambda s: s.mean), False
+    if by == "max":
+        return (lambda s: s.max), False
+    if isinstance(by, str) and by.startswith("p"):
+        try:
+            percent = check_percent(float(by[1:]))
+        except (ValueError, InvalidInput):
+            pass
+        else:
+            return (lambda s: s.percentile(percent)), True
+    raise InvalidInput("by", 'must be "mean", "max" or a percentile such as "p95"', by)
 
 
 def slowest(
-    cfg: Config, n: int = 100, type: str = ACCESS_TIME, periods: int = 1
+    cfg: Config, n: int = 100, type: str = ACCESS_TIME, periods: int = 1, by: str = "mean"
 ) -> Op[list[tuple[str, float]]]:
-    """The ``n`` slowest contexts of a ranked type, by mean (or by the
-    configured percentile), slowest first, as ``(context, score)``.
-
-    With ``periods=1`` this is the current period's ranking. With more, the
-    contexts ranked in any of those periods are scored again over all of them
-    (so a context must have been among a period's ``slowest`` to appear)."""
+    """The ``n`` contexts of a ranked type (``AccessTime``) with the highest
+    ``by`` ("mean", "max", or a percentile such as "p95", which needs
+    histograms) over the newest ``periods`` periods merged, slowest first, as
+    ``(context, score)``. Exact: scored from every listed context's records.
+    Two round trips per node."""
     settings = cfg.stats
     check_stat_type(type)
     _check_periods(settings, periods)
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= settings.slowest:
-        raise InvalidInput("n", f"must be an int in 1..{settings.slowest} (slowest)", n)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidInput("n", "must be an int >= 1", n)
     if type not in settings.ranked:
         raise InvalidInput("type", f"is not ranked (ranked: {sorted(settings.ranked)})", type)
+    score, needs_histograms = _scorer(by)
+    if needs_histograms and not settings.histograms:
+        raise InvalidInput("by", "a percentile needs histograms (StatsSettings.histograms)", by)
 
     def build(current: int) -> list[Request]:
         starts = _starts(settings, current, periods)
@@ -369,25 +424,21 @@ def slowest(
             route = cfg.keys.stats_shard(shard)
             requests.append(
                 read(route, *(
-                    ("ZRANGE", cfg.keys.stats_ranking(route, settings.period, s, type),
-                     -n, -1, "WITHSCORES")
+                    ("SMEMBERS", cfg.keys.stats_contexts(route, settings.period, s, type))
                     for s in starts
                 ))
             )  # fmt: skip
         return requests
 
-    _, replies = yield from _server_period(cfg, build)
-    scores: dict[str, float] = {}
-    for shard_replies in replies:
-        for reply in shard_replies:
-            for member, score in pairs(reply):
-                scores[text(member)] = max(float(score), scores.get(text(member), -math.inf))
-    if periods > 1 and scores:
-        merged = yield from get_many(cfg, list(scores), type, periods)
-        scores = {}
-        for context, summary in merged.items():
-            score = _score(settings, summary)
-            if score is not None:
-                scores[context] = score
-    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-    return ranked[:n]
+    current, replies = yield from _server_period(cfg, build)
+    listed = sorted({text(m) for shard in replies for members in shard for m in members})
+    if not listed:
+        return []
+    found = yield from _series(cfg, listed, type, periods, needs_histograms, current)
+    scores = []
+    for context, summaries in found.items():
+        value = score(_merged(summaries))
+        if value is not None:
+            scores.append((context, value))
+    scores.sort(key=lambda item: (-item[1], item[0]))
+    return scores[:n]
