@@ -22,44 +22,47 @@
 -- creates its keys, which expire by themselves once `keep` newer periods
 -- have passed. Mean and variance are kept as sum and m2 (Welford), which
 -- stay exact where the book's sum of squares loses every digit to
--- cancellation (large values, small spread). A steady write is three calls:
--- TIME, HMGET, HSET; rankings are computed when read, from the records.
+-- cancellation (large values, small spread). A steady write is three calls
+-- (TIME, HMGET, HSET); rankings are computed when read, from the records.
 
 local period = tonumber(ARGV[1])
 local now = tonumber(redis.call('TIME')[1])
 local start = now - now % period
 if start ~= tonumber(ARGV[2]) then return {0, start} end
 
--- 17 significant digits read back as the same double (tostring keeps 14).
-local function decimal(x) return string.format('%.17g', x) end
-
-local key, x, bucket = KEYS[1], tonumber(ARGV[4]), ARGV[5]
-local failed = ARGV[6] == '1'
-local fields = {'count', 'sum', 'm2', 'min', 'max'}
-if bucket ~= '' then fields[#fields + 1] = bucket end
-if failed then fields[#fields + 1] = 'errors' end
-local old = redis.call('HMGET', key, unpack(fields))
-
-local n, sum, m2, low, high = old[1], old[2], old[3], old[4], old[5]
-local new = not n
-if new then
-  n, sum, m2, low, high = 1, x, 0, ARGV[4], ARGV[4]
+local key, value, bucket = KEYS[1], ARGV[4], ARGV[5]
+local x = tonumber(value)
+-- The summary fields are the hash's first (a new record writes them first),
+-- so finding them in a listpack of many buckets stays cheap.
+local n, sum, m2, low, high, seen
+if bucket ~= '' then
+  n, sum, m2, low, high, seen = unpack(redis.call('HMGET', key, 'count', 'sum', 'm2', 'min', 'max', bucket))
 else
-  n, sum, m2 = tonumber(n), tonumber(sum), tonumber(m2)
+  n, sum, m2, low, high = unpack(redis.call('HMGET', key, 'count', 'sum', 'm2', 'min', 'max'))
+end
+if n then
+  n, sum = tonumber(n), tonumber(sum)
   local mean = sum / n
   n, sum = n + 1, sum + x
-  m2 = m2 + (x - mean) * (x - sum / n)
-  if x < tonumber(low) then low = ARGV[4] end
-  if x > tonumber(high) then high = ARGV[4] end
+  m2 = tonumber(m2) + (x - mean) * (x - sum / n)
+  if x < tonumber(low) then redis.call('HSET', key, 'min', value) end
+  if x > tonumber(high) then redis.call('HSET', key, 'max', value) end
+else
+  n, sum, m2 = 1, x, 0
+  redis.call('HSET', key, 'count', 0, 'sum', 0, 'm2', 0, 'min', value, 'max', value)
 end
-local update = {'count', decimal(n), 'sum', decimal(sum), 'm2', decimal(m2), 'min', low, 'max', high}
-for i = 6, #fields do
-  update[#update + 1] = fields[i]
-  update[#update + 1] = decimal((tonumber(old[i]) or 0) + 1)
+-- 17 significant digits read back as the same double (tostring keeps 14).
+sum, m2 = string.format('%.17g', sum), string.format('%.17g', m2)
+n = string.format('%d', n)
+if bucket ~= '' then
+  seen = string.format('%d', (tonumber(seen) or 0) + 1)
+  redis.call('HSET', key, 'count', n, 'sum', sum, 'm2', m2, bucket, seen)
+else
+  redis.call('HSET', key, 'count', n, 'sum', sum, 'm2', m2)
 end
-redis.call('HSET', key, unpack(update))
+if ARGV[6] == '1' then redis.call('HINCRBY', key, 'errors', 1) end
 
-if new then
+if n == '1' then
   local expire_at = (start + (tonumber(ARGV[3]) + 1) * period) * 1000
   redis.call('PEXPIREAT', key, expire_at)
   -- List the context once per period, up to the cap: the listing is what
@@ -69,4 +72,4 @@ if new then
     redis.call('PEXPIREAT', KEYS[2], expire_at)
   end
 end
-return {1, n, decimal(sum), decimal(m2)}
+return {1, tonumber(n), sum, m2}
