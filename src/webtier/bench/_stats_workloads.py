@@ -25,7 +25,8 @@ CONTEXTS = tuple(f"/shop/page-{i}/{{id}}" for i in range(100))
 PER_STEP = 10
 # Page times in seconds, log-normal around 18 ms: a realistic spread of
 # histogram buckets (about a hundred after a few thousand values).
-VALUES = tuple(random.Random(5).lognormvariate(-4.0, 0.6) for _ in range(1000))
+_rng = random.Random(5)
+VALUES = tuple(_rng.lognormvariate(-4.0, 0.6) for _ in range(1000))
 
 
 def settings(histograms: bool = True) -> StatsSettings:
@@ -148,12 +149,13 @@ def load_book(url: str, contexts: int, samples: int) -> None:
         pipe.execute()
 
 
-def count_webtier_contexts(url: str, contexts: int) -> int:
-    with tier_on(url) as tier:
-        found = tier.stats.get_many(CONTEXTS[:contexts], ACCESS_TIME)
-        return sum(1 for summary in found.values() if summary.count)
-
-
-def count_book_contexts(url: str) -> int:
+def key_bytes(url: str, pattern: str) -> int:
+    """``MEMORY USAGE`` summed over the keys matching ``pattern``: exact per
+    key (the bytes of its value, name and dict entry), where ``used_memory``
+    deltas of a few hundred keys drown in the allocator's noise."""
     with client_on(url) as conn:
-        return sum(1 for _ in conn.scan_iter(match="stats:*", count=1000))
+        keys = list(conn.scan_iter(match=pattern, count=1000))
+        pipe = conn.pipeline(transaction=False)
+        for key in keys:
+            pipe.memory_usage(key, samples=0)
+        return sum(pipe.execute())
