@@ -222,7 +222,7 @@ def steady_hour(redis_url: str) -> None:
     try:
         seconds, micros = client.time()  # type: ignore[misc]
     finally:
-        client.close()
+        webtier.disconnect(client)
     left = 3600 - (seconds % 3600 + micros / 1e6)
     if left < 10:
         time.sleep(left + 0.1)

@@ -24,7 +24,7 @@ def conn(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Any]:
     for key in all_keys(redis_url, "webtier:*"):
         client.delete(key)
     yield client
-    client.close()
+    webtier.disconnect(client)
 
 
 def test_update_stats_returns_count_sum_and_sumsq(conn: Any) -> None:

@@ -22,7 +22,7 @@ def test_stats_show_and_slowest(redis_url: str, prefix: str) -> None:
     for value in (0.1, 0.2, 0.3):
         tier.stats.record("/item/{id}", "AccessTime", value)
     tier.stats.record("/", "AccessTime", 0.01, failed=True)
-    client.close()
+    webtier.disconnect(client)
     edge = ("--url", redis_url, "--prefix", prefix)
 
     code, out = run(*edge, "stats", "show", "/item/{id}")

@@ -29,7 +29,7 @@ def server_time(url: str) -> float:
         seconds, micros = client.time()  # type: ignore[misc]
         return float(seconds) + micros / 1e6
     finally:
-        client.close()
+        webtier.disconnect(client)
 
 
 async def test_record_keeps_the_books_figures_and_percentiles(tier: Any) -> None:
@@ -163,7 +163,7 @@ async def test_every_key_expires_by_itself(tier_factory: Any, prefix: str, redis
         for key in keys:
             assert abs(client.pttl(key) - left) < 1000, key
     finally:
-        client.close()
+        webtier.disconnect(client)
 
 
 async def test_slowest_ranks_contexts_exactly_by_mean(tier_factory: Any, prefix: str) -> None:
@@ -200,7 +200,7 @@ async def test_the_listing_of_contexts_is_bounded(
     try:
         assert client.scard(listing) == 3  # whatever names callers invent
     finally:
-        client.close()
+        webtier.disconnect(client)
     assert [c for c, _ in await tier.stats.slowest(10)] == ["/page/2", "/page/1", "/page/0"]
     assert (await tier.stats.get("/page/7", ACCESS)).count == 1  # recorded all the same
 
@@ -267,7 +267,7 @@ async def test_contexts_spread_over_every_master(tier: Any, redis_url: str, pref
             for key in all_keys(redis_url, f"{prefix}:*")
         }
     finally:
-        client.close()
+        webtier.disconnect(client)
     assert len(owners) == 3
     assert len(await tier.stats.slowest(100)) == 64
     assert all(s.count == 1 for s in (await tier.stats.get_many(contexts, ACCESS)).values())

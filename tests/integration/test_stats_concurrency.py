@@ -49,12 +49,16 @@ def _value(rng: random.Random) -> float:
 def _writer(url: str, prefix: str, until: float, skew: float, seed: int) -> list[Entry]:
     stats_ops.guess_clock = lambda: time.time() + skew  # this process's clock is off
     rng = random.Random(seed)
-    tier = webtier.WebTier(webtier.connect(url), Config(prefix=prefix, stats=SETTINGS))
+    client = webtier.connect(url)
+    tier = webtier.WebTier(client, Config(prefix=prefix, stats=SETTINGS))
     log: list[Entry] = []
-    while time.time() < until:
-        context, value, failed = rng.choice(CONTEXTS), _value(rng), rng.random() < 0.1
-        recorded = tier.stats.record(context, ACCESS, value, failed=failed)
-        log.append((context, recorded.start, value, failed))
+    try:
+        while time.time() < until:
+            context, value, failed = rng.choice(CONTEXTS), _value(rng), rng.random() < 0.1
+            recorded = tier.stats.record(context, ACCESS, value, failed=failed)
+            log.append((context, recorded.start, value, failed))
+    finally:
+        webtier.disconnect(client)
     return log
 
 
@@ -82,7 +86,7 @@ def _server_time(url: str) -> float:
         seconds, micros = client.time()  # type: ignore[misc]
         return float(seconds) + micros / 1e6
     finally:
-        client.close()
+        webtier.disconnect(client)
 
 
 @pytest.mark.slow
@@ -149,7 +153,7 @@ def test_skewed_writers_across_rollovers_lose_nothing(redis_url: str, prefix: st
             assert listed == {c for (c, s) in expected if s == start}, start
         ranking = tier.stats.slowest(len(CONTEXTS), periods=periods)
     finally:
-        client.close()
+        webtier.disconnect(client)
     values: dict[str, list[float]] = defaultdict(list)
     for (context_name, _), samples in expected.items():
         values[context_name] += [v for v, _ in samples]
