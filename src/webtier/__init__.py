@@ -4,8 +4,9 @@ Start with :func:`open` (sync) or :func:`open_async`, or wrap a redis-py client
 you already have in :class:`WebTier` / :class:`AsyncWebTier`.
 """
 
+from webtier._ops.stats import Recorded, Summary
 from webtier.aio import WebTier as AsyncWebTier
-from webtier.config import Config, CounterSettings, Precision, RetryPolicy
+from webtier.config import Config, CounterSettings, Precision, RetryPolicy, StatsSettings
 from webtier.connect import connect, connect_async, disconnect, open, open_async
 from webtier.embedded import EmbeddedRedis
 from webtier.errors import (
@@ -17,8 +18,10 @@ from webtier.errors import (
     ServerError,
     WebtierError,
 )
+from webtier.histogram import Histogram
 from webtier.recorder import AsyncRecorder, FlushReport, Recorder
 from webtier.sync import WebTier
+from webtier.timing import AccessTimer, AsyncAccessTimer
 
 __all__ = [
     "AsyncRecorder",
@@ -43,4 +46,12 @@ __all__ = [
     "disconnect",
     "open",
     "open_async",
+]
+__all__ += [
+    "AccessTimer",
+    "AsyncAccessTimer",
+    "Histogram",
+    "Recorded",
+    "StatsSettings",
+    "Summary",
 ]

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from webtier.config import Config
 from webtier.sync import WebTier
+from webtier.timing import AccessTimer
 from webtier.workers import JOBS, Worker
+
+T = TypeVar("T")
 
 _tiers: weakref.WeakKeyDictionary[Any, WebTier] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
@@ -55,3 +59,55 @@ def clean_counters(conn: Any, once: bool = False, *, stop: threading.Event | Non
     """The cleanup daemon (Listing 5.5): a pass a minute, each precision on
     the book's schedule. ``once=True`` runs one pass and returns."""
     _daemon(conn, "counters", once, stop)
+
+
+# -- 5.2.2-5.2.3 statistics and access time ----------------------------------------------
+
+
+def update_stats(
+    conn: Any, context: str, type: str, value: float, timeout: float = 5
+) -> list[float]:
+    """Add ``value`` to the current hour's stats of (``context``, ``type``)
+    and return ``[count, sum, sumsq]`` (Listing 5.6).
+
+    One atomic script instead of the book's WATCH/MULTI retry loop, so there
+    is no contention to wait out: ``timeout`` is accepted for the book's
+    signature and never reached. The hour is the Redis server's."""
+    recorded = tier_for(conn).stats.record(context, type, value)
+    return [recorded.count, recorded.sum, recorded.sumsq]
+
+
+def get_stats(conn: Any, context: str, type: str) -> dict[str, float | None]:
+    """The current hour's ``min``, ``max``, ``count``, ``sum``, ``sumsq``,
+    ``average`` and ``stddev`` (sample standard deviation, as the book
+    computes it) of (``context``, ``type``) (Listing 5.7). With no value yet
+    this hour, ``count`` is 0 and the others are 0 or None."""
+    summary = tier_for(conn).stats.get(context, type)
+    return {
+        "min": summary.min,
+        "max": summary.max,
+        "count": summary.count,
+        "sum": summary.sum,
+        "sumsq": summary.sumsq,
+        "average": summary.mean,
+        "stddev": summary.stddev,
+    }
+
+
+def access_time(conn: Any, context: str) -> AccessTimer:
+    """Time a ``with`` block as ``context``'s ``AccessTime``, even when it
+    raises (Listing 5.8); :func:`slowest` ranks the contexts."""
+    return tier_for(conn).stats.access_time(context)
+
+
+def process_view(conn: Any, callback: Callable[[], T], *, path: str) -> T:
+    """Run a view, timed as the context ``path`` (the book's
+    ``request.path``; give a route template, not a raw path)."""
+    with access_time(conn, path):
+        return callback()
+
+
+def slowest(conn: Any, n: int = 100) -> list[tuple[str, float]]:
+    """The ``n`` contexts with the highest average ``AccessTime`` this hour,
+    slowest first: the reader of ``slowest:AccessTime`` the book leaves out."""
+    return tier_for(conn).stats.slowest(n)

@@ -11,9 +11,11 @@ from typing import Any
 from webtier._drive import SyncClient, SyncTransport
 from webtier._facade import Part, sync_op
 from webtier._ops import counters
+from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.recorder import Recorder
+from webtier.timing import AccessTimer
 
 
 class Counters(Part):
@@ -30,6 +32,24 @@ class Counters(Part):
         return Recorder(
             self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
         )
+
+
+class Stats(Part):
+    """Statistics per context, type and period, with percentiles and a
+    ranking of the slowest contexts (Redis in Action 5.2.2-5.2.3)."""
+
+    record = sync_op(statistics.record)
+    get = sync_op(statistics.get)
+    get_many = sync_op(statistics.get_many)
+    series = sync_op(statistics.series)
+    series_many = sync_op(statistics.series_many)
+    slowest = sync_op(statistics.slowest)
+
+    def access_time(self, context: str) -> AccessTimer:
+        """Time a block (``with``) or each call of a function (decorator)
+        as ``context``'s ``AccessTime``, even when it raises: see
+        :mod:`webtier.timing`."""
+        return AccessTimer(self._run, self._config, context)
 
 
 class Workers(Part):
@@ -49,3 +69,4 @@ class WebTier:
         run: Any = self.transport.run
         self.counters = Counters(run, self.config)
         self.workers = Workers(run, self.config)
+        self.stats = Stats(run, self.config)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from webtier.bench import _render, counters
+from webtier.bench import _render, counters, stats
 from webtier.bench._harness import Harness, Settings
 from webtier.bench._results import Report, Row
 from webtier.errors import WebtierError
@@ -143,3 +143,10 @@ def bench() -> None:
 def counters_command(**options: Any) -> None:
     """Counters: record, batched record, get, cleanup and memory, webtier vs book."""
     run_bench(counters.TITLE, counters.run, **options)
+
+
+@bench.command("stats")
+@bench_options
+def stats_command(**options: Any) -> None:
+    """Statistics: update_stats, access_time, histograms, slowest and memory, webtier vs book."""
+    run_bench(stats.TITLE, stats.run, **options)
