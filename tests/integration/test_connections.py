@@ -49,7 +49,9 @@ def test_ended_threads_give_their_connections_back(server: RedisServer) -> None:
     tier = webtier.WebTier(client, Config(prefix="churn"))
     pool = client.connection_pool
     for _ in range(50):  # short-lived threads, one after the other
-        thread = threading.Thread(target=tier.counters.record, args=("hits", 1), kwargs={"now": NOW})
+        thread = threading.Thread(
+            target=tier.counters.record, args=("hits", 1), kwargs={"now": NOW}
+        )
         thread.start()
         thread.join()
     gc.collect()
@@ -109,7 +111,11 @@ def test_a_forked_child_does_not_use_the_parents_socket(server: RedisServer) -> 
 def test_packing_matches_redis_py(server: RedisServer) -> None:
     client = webtier.connect(server.url)
     conn = client.connection_pool.get_connection()
-    commands = [("SET", "ü", 0.1), ("HSET", b"k", 12345678901234567890, -0.0), ("EVALSHA", "a" * 40, 0)]
+    commands = [
+        ("SET", "ü", 0.1),
+        ("HSET", b"k", 12345678901234567890, -0.0),
+        ("EVALSHA", "a" * 40, 0),
+    ]
     assert pack(conn, commands) == [b"".join(conn.pack_commands(commands))]
     client.connection_pool.release(conn)
     webtier.disconnect(client)
