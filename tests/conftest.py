@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -259,3 +260,20 @@ def database(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
     with admin.begin() as conn:
         conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
     admin.dispose()
+
+
+# -- statistics ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def steady_hour(redis_url: str) -> None:
+    """Start a test of hourly statistics away from the turn of the server's
+    hour, so its writes and reads all fall in one hour."""
+    client = webtier.connect(redis_url)
+    try:
+        seconds, micros = client.time()  # type: ignore[misc]
+    finally:
+        webtier.disconnect(client)
+    left = 3600 - (seconds % 3600 + micros / 1e6)
+    if left < 10:
+        time.sleep(left + 0.1)

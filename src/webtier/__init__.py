@@ -6,8 +6,16 @@ you already have in :class:`WebTier` / :class:`AsyncWebTier`.
 
 from webtier._ops.row_refresh import RefreshReport
 from webtier._ops.rows import RowStatus
+from webtier._ops.stats import Recorded, Summary
 from webtier.aio import WebTier as AsyncWebTier
-from webtier.config import Config, CounterSettings, Precision, RetryPolicy, RowSettings
+from webtier.config import (
+    Config,
+    CounterSettings,
+    Precision,
+    RetryPolicy,
+    RowSettings,
+    StatsSettings,
+)
 from webtier.connect import connect, connect_async, disconnect, open, open_async
 from webtier.embedded import EmbeddedRedis
 from webtier.errors import (
@@ -20,9 +28,11 @@ from webtier.errors import (
     SourceError,
     WebtierError,
 )
+from webtier.histogram import Histogram
 from webtier.recorder import AsyncRecorder, FlushReport, Recorder
 from webtier.rowsource import FunctionSource, Source
 from webtier.sync import WebTier
+from webtier.timing import AccessTimer, AsyncAccessTimer
 
 __all__ = [
     "AsyncRecorder",
@@ -53,4 +63,12 @@ __all__ = [
     "disconnect",
     "open",
     "open_async",
+]
+__all__ += [
+    "AccessTimer",
+    "AsyncAccessTimer",
+    "Histogram",
+    "Recorded",
+    "StatsSettings",
+    "Summary",
 ]

@@ -2,8 +2,10 @@
 :mod:`webtier._wire`, and the loops that drive operations through them.
 
 An executor writes a pipeline on a connection it takes from redis-py's pool
-and reads the replies itself. It never goes through ``execute_command``:
-redis-py retries there after a timeout and would apply an increment twice.
+(the sync one keeps it for the thread's next call: see
+:mod:`webtier._connections`) and reads the replies itself. It never goes
+through ``execute_command``: redis-py retries there after a timeout and
+would apply an increment twice.
 Whether to send again is decided in :mod:`webtier._wire` alone.
 
 Four executors (sync and asyncio, single server and Cluster) differ only in
@@ -26,6 +28,7 @@ import redis.asyncio.cluster
 import redis.cluster
 from redis import exceptions as rx
 
+from webtier._connections import checkin, checkout, pack
 from webtier._protocol import Call, Command, Op, Reply, Step
 from webtier._wire import Action, Address, Batch, Locate, Outcome, Refresh, Send, Sleep, exchange
 from webtier.config import RetryPolicy
@@ -92,12 +95,12 @@ def _locate(cluster: Any, route: str) -> Any:
 
 def _pipeline(pool: Any, commands: Sequence[Command]) -> Outcome:
     try:
-        conn = pool.get_connection()
+        conn, held = checkout(pool)
     except _IO_ERRORS as error:
         return Outcome([], error, delivered=False)
     replies: list[Reply] = []
     try:
-        conn.send_packed_command(conn.pack_commands(commands))
+        conn.send_packed_command(pack(conn, commands))
         for _ in commands:
             try:
                 replies.append(conn.read_response(disable_decoding=True))
@@ -110,7 +113,7 @@ def _pipeline(pool: Any, commands: Sequence[Command]) -> Outcome:
         conn.disconnect()  # half-read: never hand it back as it is
         raise
     finally:
-        pool.release(conn)
+        checkin(pool, conn, held)
     return Outcome(replies)
 
 
@@ -195,7 +198,7 @@ async def _apipeline(
         return Outcome([], error, delivered=False)
     replies: list[Reply] = []
     try:
-        await conn.send_packed_command(conn.pack_commands(commands))
+        await conn.send_packed_command(pack(conn, commands))
         for _ in commands:
             try:
                 replies.append(await conn.read_response(disable_decoding=True))

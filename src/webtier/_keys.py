@@ -52,6 +52,19 @@ def check_name(field: str, name: object) -> str:
     return name
 
 
+# Stat types are identifiers chosen by the program (``AccessTime``), never ':'.
+_STAT_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+
+
+def check_stat_type(stat_type: object, field: str = "type") -> str:
+    """Return ``stat_type`` if it names a stat type, else raise InvalidInput."""
+    if not isinstance(stat_type, str) or not _STAT_TYPE.fullmatch(stat_type):
+        raise InvalidInput(
+            field, "must be 1-64 of A-Z a-z 0-9 _ . - starting with a letter", stat_type
+        )
+    return stat_type
+
+
 def shard_of(name: str, shards: int) -> int:
     """A stable shard number for a name (the same in every process and version)."""
     return zlib.crc32(name.encode()) % shards
@@ -116,6 +129,24 @@ class Keyspace:
     def row_shard(self, source: str, shard: int) -> RowShard:
         """Keys of shard ``shard`` of row source ``source`` (a checked name)."""
         return _row_shard(self.prefix, source, shard)
+
+    # -- statistics -------------------------------------------------------------------
+    def stats_shard(self, shard: int) -> str:
+        """Route (hash tag) of one shard of the statistics."""
+        return f"{self.prefix}:{{s:{shard}}}"
+
+    def stats(self, route: str, period: int, start: int, stat_type: str, context: str) -> str:
+        """Hash of one (context, type) for the period starting at ``start``.
+
+        ``context`` must have passed :func:`check_name` and ``stat_type``
+        :func:`check_stat_type`: the digits and the type contain no ':', so
+        the key parses back to exactly one (period, start, type, context)."""
+        return f"{route}:{period}:{start}:{stat_type}:{context}"
+
+    def stats_contexts(self, route: str, period: int, start: int, stat_type: str) -> str:
+        """Set of the shard's contexts of one type in one period, that
+        rankings read. It starts with a word where stats keys start with digits."""
+        return f"{route}:ctx:{period}:{start}:{stat_type}"
 
     # -- workers ----------------------------------------------------------------------
     @property

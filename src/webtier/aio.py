@@ -13,9 +13,11 @@ from webtier._facade import Part, async_op
 from webtier._ops import counters
 from webtier._ops import row_refresh as refresh_ops
 from webtier._ops import rows as row_ops
+from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.recorder import AsyncRecorder
+from webtier.timing import AsyncAccessTimer
 
 
 class Counters(Part):
@@ -33,6 +35,24 @@ class Counters(Part):
         return AsyncRecorder(
             self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
         )
+
+
+class Stats(Part):
+    """Statistics per context, type and period, with percentiles and a
+    ranking of the slowest contexts (Redis in Action 5.2.2-5.2.3)."""
+
+    record = async_op(statistics.record)
+    get = async_op(statistics.get)
+    get_many = async_op(statistics.get_many)
+    series = async_op(statistics.series)
+    series_many = async_op(statistics.series_many)
+    slowest = async_op(statistics.slowest)
+
+    def access_time(self, context: str) -> AsyncAccessTimer:
+        """Time a block (``async with``) or each call of a coroutine function (decorator)
+        as ``context``'s ``AccessTime``, even when it raises: see
+        :mod:`webtier.timing`."""
+        return AsyncAccessTimer(self._run, self._config, context)
 
 
 class Workers(Part):
@@ -69,3 +89,4 @@ class WebTier:
         self.counters = Counters(run, self.config)
         self.workers = Workers(run, self.config)
         self.rows = Rows(run, self.config)
+        self.stats = Stats(run, self.config)

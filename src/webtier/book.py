@@ -17,14 +17,17 @@ import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from webtier._ops.row_refresh import RefreshReport
 from webtier.config import Config
 from webtier.errors import ConfigError
 from webtier.rowsource import FunctionSource, Row, Source
 from webtier.sync import WebTier
+from webtier.timing import AccessTimer
 from webtier.workers import JOBS, Worker
+
+T = TypeVar("T")
 
 _tiers: weakref.WeakKeyDictionary[Any, WebTier] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
@@ -119,3 +122,55 @@ def get_cached_row(conn: Any, row_id: object) -> dict[str, Any] | None:
     """The cached copy of row ``row_id`` as a dict, or ``None`` (the book
     reads ``inv:<row id>`` itself; this decodes it to the database's types)."""
     return tier_for(conn).rows.get(_ROWS, row_id)
+
+
+# -- 5.2.2-5.2.3 statistics and access time ----------------------------------------------
+
+
+def update_stats(
+    conn: Any, context: str, type: str, value: float, timeout: float = 5
+) -> list[float]:
+    """Add ``value`` to the current hour's stats of (``context``, ``type``)
+    and return ``[count, sum, sumsq]`` (Listing 5.6).
+
+    One atomic script instead of the book's WATCH/MULTI retry loop, so there
+    is no contention to wait out: ``timeout`` is accepted for the book's
+    signature and never reached. The hour is the Redis server's."""
+    recorded = tier_for(conn).stats.record(context, type, value)
+    return [recorded.count, recorded.sum, recorded.sumsq]
+
+
+def get_stats(conn: Any, context: str, type: str) -> dict[str, float | None]:
+    """The current hour's ``min``, ``max``, ``count``, ``sum``, ``sumsq``,
+    ``average`` and ``stddev`` (sample standard deviation, as the book
+    computes it) of (``context``, ``type``) (Listing 5.7). With no value yet
+    this hour, ``count`` is 0 and the others are 0 or None."""
+    summary = tier_for(conn).stats.get(context, type)
+    return {
+        "min": summary.min,
+        "max": summary.max,
+        "count": summary.count,
+        "sum": summary.sum,
+        "sumsq": summary.sumsq,
+        "average": summary.mean,
+        "stddev": summary.stddev,
+    }
+
+
+def access_time(conn: Any, context: str) -> AccessTimer:
+    """Time a ``with`` block as ``context``'s ``AccessTime``, even when it
+    raises (Listing 5.8); :func:`slowest` ranks the contexts."""
+    return tier_for(conn).stats.access_time(context)
+
+
+def process_view(conn: Any, callback: Callable[[], T], *, path: str) -> T:
+    """Run a view, timed as the context ``path`` (the book's
+    ``request.path``; give a route template, not a raw path)."""
+    with access_time(conn, path):
+        return callback()
+
+
+def slowest(conn: Any, n: int = 100) -> list[tuple[str, float]]:
+    """The ``n`` contexts with the highest average ``AccessTime`` this hour,
+    slowest first: the reader of ``slowest:AccessTime`` the book leaves out."""
+    return tier_for(conn).stats.slowest(n)

@@ -10,6 +10,7 @@ directory; several webtier processes share it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import signal
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 import click
 
 from webtier.bench.cli import bench
-from webtier.config import Config, RowSettings
+from webtier.config import ACCESS_TIME, Config, RowSettings, StatsSettings
 from webtier.connect import open as open_tier
 from webtier.embedded import EmbeddedRedis, default_data_dir
 from webtier.errors import WebtierError
@@ -235,3 +236,73 @@ def counters_show(edge: Edge, name: str, precision: int) -> None:
             raise click.ClickException(str(error)) from error
         for start, count in samples:
             click.echo(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(start))}  {count}")
+
+
+# -- statistics ------------------------------------------------------------------------------
+
+
+@main.group()
+@click.option(
+    "--period", default=3600, show_default=True, help="Seconds per record, as the app set it."
+)
+@click.option("--shards", default=64, show_default=True, help="Shards, as the app set them.")
+@click.pass_context
+def stats(ctx: click.Context, period: int, shards: int) -> None:
+    """Read the statistics (access times and others)."""
+    try:
+        ctx.obj = (ctx.find_object(Edge), StatsSettings(period=period, shards=shards))
+    except WebtierError as error:
+        raise click.BadParameter(str(error)) from error
+
+
+@contextlib.contextmanager
+def _stats_tier(ctx: click.Context) -> Iterator[WebTier]:
+    edge, settings = ctx.obj
+    with edge.tier() as tier:
+        yield WebTier(tier.client, dataclasses.replace(tier.config, stats=settings))
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+@stats.command("show")
+@click.argument("context")
+@click.option("--type", "stat_type", default=ACCESS_TIME, show_default=True)
+@click.option("--periods", default=1, show_default=True, help="Newest periods to merge.")
+@click.option("--each", is_flag=True, help="One line per period instead of merged.")
+@click.pass_context
+def stats_show(ctx: click.Context, context: str, stat_type: str, periods: int, each: bool) -> None:
+    """Count, mean, spread, extremes and percentiles of one CONTEXT."""
+    with _stats_tier(ctx) as tier:
+        try:
+            if each:
+                summaries = tier.stats.series(context, stat_type, periods)
+            else:
+                summaries = [tier.stats.get(context, stat_type, periods)]
+        except WebtierError as error:
+            raise click.ClickException(str(error)) from error
+    for s in summaries:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.start))
+        percentiles = "  ".join(f"p{p} {_figure(s.percentile(p))}" for p in (50, 90, 95, 99))
+        click.echo(
+            f"{started}  count {s.count}  errors {s.errors}  mean {_figure(s.mean)}  "
+            f"stddev {_figure(s.stddev)}  min {_figure(s.min)}  max {_figure(s.max)}  "
+            f"{percentiles}"
+        )
+
+
+@stats.command("slowest")
+@click.option("-n", "count", default=20, show_default=True, help="How many contexts.")
+@click.option("--periods", default=1, show_default=True, help="Newest periods to merge.")
+@click.option("--by", default="mean", show_default=True, help="mean, max, or p50, p95, p99...")
+@click.pass_context
+def stats_slowest(ctx: click.Context, count: int, periods: int, by: str) -> None:
+    """The slowest contexts by access time, slowest first."""
+    with _stats_tier(ctx) as tier:
+        try:
+            ranked = tier.stats.slowest(count, periods=periods, by=by)
+        except WebtierError as error:
+            raise click.ClickException(str(error)) from error
+    for context, score in ranked:
+        click.echo(f"{score:12.6f}  {context}")

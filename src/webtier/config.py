@@ -11,8 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from webtier._keys import Keyspace
-from webtier.errors import ConfigError
+from webtier._keys import Keyspace, check_stat_type
+from webtier.errors import ConfigError, InvalidInput
+from webtier.histogram import sub_buckets_for
 
 if TYPE_CHECKING:
     from webtier.rowsource import Source
@@ -164,6 +165,54 @@ class RowSettings:
         _require(len(set(names)) == len(names), f"row source names repeat: {names}")
 
 
+# -- statistics and access time ----------------------------------------------------------
+
+ACCESS_TIME = "AccessTime"  # the book's type for timed blocks
+
+
+@dataclass(frozen=True, slots=True)
+class StatsSettings:
+    """Per-period aggregates of (context, type): the book's hourly stats."""
+
+    period: int = 3600  # seconds of one record (the book's hour); must divide a day
+    keep: int = 24  # complete periods kept besides the current one, each expiring by itself
+    histograms: bool = True  # percentiles, from a histogram per (context, type, period)
+    relative_error: float = 0.02  # most a percentile may be off, relative to the true value
+    ranked: frozenset[str] = frozenset({ACCESS_TIME})  # types whose contexts can be ranked
+    # Contexts listed for rankings, per shard and period: contexts beyond it
+    # are recorded but not ranked. Bounds the listing whatever names arrive.
+    rank_limit: int = 10_000
+    non_negative: frozenset[str] = frozenset({ACCESS_TIME})  # types refusing values < 0
+    # Contexts are spread over this many hash tags (so cluster slots); a
+    # context's shard follows from its name and this number: keep it fixed.
+    shards: int = 64
+
+    # Derived once here.
+    sub_buckets: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _require(
+            _is_int(self.period) and 1 <= self.period <= 86400 and 86400 % self.period == 0,
+            "period must be an int of seconds dividing a day (86400)",
+        )
+        _require(_is_int(self.keep) and 0 <= self.keep <= 10_000, "keep must be 0..10000")
+        _require(isinstance(self.histograms, bool), "histograms must be True or False")
+        _require(
+            _is_int(self.rank_limit) and 1 <= self.rank_limit <= 1_000_000,
+            "rank_limit must be 1..1000000",
+        )
+        _require(_is_int(self.shards) and 1 <= self.shards <= 16384, "shards must be 1..16384")
+        for name in ("ranked", "non_negative"):
+            types = getattr(self, name)
+            _require(isinstance(types, frozenset), f"{name} must be a frozenset of type names")
+            for stat_type in types:
+                try:
+                    check_stat_type(stat_type)
+                except InvalidInput as error:
+                    raise ConfigError(f"{name}: {error}") from None
+        object.__setattr__(self, "sub_buckets", sub_buckets_for(self.relative_error))
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """Everything a :class:`~webtier.sync.WebTier` needs besides its client."""
@@ -172,6 +221,7 @@ class Config:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     counters: CounterSettings = field(default_factory=CounterSettings)
     rows: RowSettings = field(default_factory=RowSettings)
+    stats: StatsSettings = field(default_factory=StatsSettings)
     keys: Keyspace = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

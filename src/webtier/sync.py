@@ -13,9 +13,11 @@ from webtier._facade import Part, sync_op
 from webtier._ops import counters
 from webtier._ops import row_refresh as refresh_ops
 from webtier._ops import rows as row_ops
+from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.recorder import Recorder
+from webtier.timing import AccessTimer
 
 
 class Counters(Part):
@@ -32,6 +34,24 @@ class Counters(Part):
         return Recorder(
             self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
         )
+
+
+class Stats(Part):
+    """Statistics per context, type and period, with percentiles and a
+    ranking of the slowest contexts (Redis in Action 5.2.2-5.2.3)."""
+
+    record = sync_op(statistics.record)
+    get = sync_op(statistics.get)
+    get_many = sync_op(statistics.get_many)
+    series = sync_op(statistics.series)
+    series_many = sync_op(statistics.series_many)
+    slowest = sync_op(statistics.slowest)
+
+    def access_time(self, context: str) -> AccessTimer:
+        """Time a block (``with``) or each call of a function (decorator)
+        as ``context``'s ``AccessTime``, even when it raises: see
+        :mod:`webtier.timing`."""
+        return AccessTimer(self._run, self._config, context)
 
 
 class Workers(Part):
@@ -68,3 +88,4 @@ class WebTier:
         self.counters = Counters(run, self.config)
         self.workers = Workers(run, self.config)
         self.rows = Rows(run, self.config)
+        self.stats = Stats(run, self.config)

@@ -68,7 +68,8 @@ class Goal:
         sign = "≥" if self.at_least else "≤"
         if self.of == "ratio":
             return f"{sign}{self.bound:g}x"
-        return f"{sign}{self.bound:,.0f} {self.unit}".rstrip()
+        bound = f"{self.bound:,.0f}" if self.bound >= 100 else f"{self.bound:g}"
+        return f"{sign}{bound} {self.unit}".rstrip()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,12 @@ webtier's API; :mod:`webtier.book` is the book's API done right.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -131,3 +135,78 @@ def cache_rows_step(conn: Any, inventory_get: Any) -> bool:
     conn.zadd("schedule:", {row_id: now + delay})
     conn.set("inv:" + row_id, json.dumps(row, default=str))
     return True
+
+
+# -- 5.2.2-5.2.3 statistics and access time ----------------------------------------------
+# These handle replies as text, as the listings do: give them a client with
+# decode_responses=True (update_stats compares the start key with a str).
+
+
+def update_stats(
+    conn: Any, context: str, type: str, value: float, timeout: float = 5
+) -> list[Any] | None:
+    """Listing 5.6: WATCH the start key, GET it, then MULTI with two
+    temporary zsets, two ZUNIONSTOREs and three ZINCRBYs: 3 round trips. As
+    printed, nothing ever sets the start key, so the hour never rolls over."""
+    destination = f"stats:{context}:{type}"
+    start_key = destination + ":start"
+    pipe = conn.pipeline(True)
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            pipe.watch(start_key)
+            # The listing's datetime.utcnow(), without its deprecation warning.
+            now = datetime.now(UTC).replace(tzinfo=None).timetuple()
+            hour_start = datetime(*now[:4]).isoformat()
+
+            existing = pipe.get(start_key)
+            pipe.multi()
+            if existing and existing < hour_start:
+                pipe.rename(destination, destination + ":last")
+                pipe.rename(start_key, destination + ":pstart")
+                pipe.set(start_key, hour_start)
+
+            tkey1 = str(uuid.uuid4())
+            tkey2 = str(uuid.uuid4())
+            pipe.zadd(tkey1, {"min": value})
+            pipe.zadd(tkey2, {"max": value})
+            pipe.zunionstore(destination, [destination, tkey1], aggregate="min")
+            pipe.zunionstore(destination, [destination, tkey2], aggregate="max")
+
+            pipe.delete(tkey1, tkey2)
+            pipe.zincrby(destination, 1, "count")
+            pipe.zincrby(destination, value, "sum")
+            pipe.zincrby(destination, value * value, "sumsq")
+
+            return pipe.execute()[-3:]  # type: ignore[no-any-return]
+        except redis.exceptions.WatchError:
+            continue
+    return None
+
+
+def get_stats(conn: Any, context: str, type: str) -> dict[str, float]:
+    """Listing 5.7: ZRANGE WITHSCORES, then average and sample stddev."""
+    key = f"stats:{context}:{type}"
+    data = dict(conn.zrange(key, 0, -1, withscores=True))
+    data["average"] = data["sum"] / data["count"]
+    numerator = data["sumsq"] - data["sum"] ** 2 / data["count"]
+    data["stddev"] = (numerator / (data["count"] - 1 or 1)) ** 0.5
+    return data
+
+
+@contextlib.contextmanager
+def access_time(conn: Any, context: str) -> Iterator[None]:
+    """Listing 5.8: time the block, update_stats, then a MULTI block ranking
+    the context by its average: 4 round trips. Records nothing when the
+    block raises."""
+    start = time.time()
+    yield
+
+    delta = time.time() - start
+    stats = update_stats(conn, context, "AccessTime", delta)
+    average = stats[1] / stats[0]  # type: ignore[index]
+
+    pipe = conn.pipeline(True)
+    pipe.zadd("slowest:AccessTime", {context: average})
+    pipe.zremrangebyrank("slowest:AccessTime", 0, -101)
+    pipe.execute()

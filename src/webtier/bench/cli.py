@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from webtier.bench import _render, counters, rowcache
+from webtier.bench import _render, counters, rowcache, stats
 from webtier.bench._harness import Harness, Settings
 from webtier.bench._results import Report, Row
 from webtier.errors import WebtierError
@@ -160,3 +160,10 @@ def counters_command(**options: Any) -> None:
 def rowcache_command(postgres_url: str | None, **options: Any) -> None:
     """Row cache: refresh from SQLite and PostgreSQL, and cached reads, webtier vs book."""
     run_bench(rowcache.TITLE, functools.partial(rowcache.run, postgres_url=postgres_url), **options)
+
+
+@bench.command("stats")
+@bench_options
+def stats_command(**options: Any) -> None:
+    """Statistics: update_stats, access_time, histograms, slowest and memory, webtier vs book."""
+    run_bench(stats.TITLE, stats.run, **options)

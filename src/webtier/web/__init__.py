@@ -1,0 +1,1 @@
+"""Web framework integrations: ASGI and WSGI middleware."""
