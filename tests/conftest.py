@@ -211,6 +211,57 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# -- SQL databases (row cache) ----------------------------------------------------------
+
+# An external PostgreSQL to use instead of starting one (a SQLAlchemy URL of a
+# database the tests may create schemas in).
+POSTGRES_URL = os.environ.get("WEBTIER_TEST_POSTGRES_URL")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL of the suite's own (webtier.pgserver), or the external one."""
+    if POSTGRES_URL:
+        yield POSTGRES_URL
+        return
+    from webtier.errors import EmbeddedServerError
+    from webtier.pgserver import PostgresServer
+
+    try:
+        server = PostgresServer.start()
+    except EmbeddedServerError as error:
+        pytest.skip(f"no PostgreSQL to test with: {error}")
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+    """An empty SQL database of this test's own, as a SQLAlchemy Engine:
+    a SQLite file, or a schema of its own in the session's PostgreSQL."""
+    import sqlalchemy as sa
+
+    if request.param == "sqlite":
+        engine = sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}")
+        yield engine
+        engine.dispose()
+        return
+    url = request.getfixturevalue("postgres_url")
+    schema = f"t{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(url, poolclass=sa.NullPool)
+    with admin.begin() as conn:
+        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    # Unqualified names (and reflection) resolve in the test's schema; the
+    # URL says so, so that other processes can connect to it as well.
+    in_schema = sa.make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    engine = sa.create_engine(in_schema)
+    yield engine
+    engine.dispose()
+    with admin.begin() as conn:
+        conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+    admin.dispose()
+
+
 # -- statistics ------------------------------------------------------------------------
 
 

@@ -9,7 +9,9 @@ would apply an increment twice.
 Whether to send again is decided in :mod:`webtier._wire` alone.
 
 Four executors (sync and asyncio, single server and Cluster) differ only in
-how they find a connection; everything else is shared.
+how they find a connection; everything else is shared. The loops also carry
+out an operation's :class:`~webtier._protocol.Call` (a database query): in
+the caller's thread, or in a worker thread under asyncio.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import redis.cluster
 from redis import exceptions as rx
 
 from webtier._connections import checkin, checkout, pack
-from webtier._protocol import Command, Op, Reply, Step
+from webtier._protocol import Call, Command, Op, Reply, Step
 from webtier._wire import Action, Address, Batch, Locate, Outcome, Refresh, Send, Sleep, exchange
 from webtier.config import RetryPolicy
 from webtier.errors import ConfigError
@@ -56,6 +58,26 @@ def _node(cluster: Any, target: Any) -> Any:
             raise rx.ConnectionError(f"no known node at {target.host}:{target.port}")
         return node
     return target
+
+
+def _call(op: Op[Any], call: Call) -> Step | Call:
+    """Carry out a Call; send its result into ``op``, or throw its error in."""
+    try:
+        result = call.blocking()
+    except Exception as error:
+        return op.throw(error)
+    return op.send(result)
+
+
+async def _acall(op: Op[Any], call: Call) -> Step | Call:
+    try:
+        if call.awaitable is not None:
+            result = await call.awaitable()
+        else:
+            result = await asyncio.to_thread(call.blocking)
+    except Exception as error:
+        return op.throw(error)
+    return op.send(result)
 
 
 def _locate(cluster: Any, route: str) -> Any:
@@ -117,7 +139,10 @@ class SyncTransport:
         try:
             step = next(op)
             while True:
-                step = op.send(self.exchange(step))
+                if isinstance(step, Call):
+                    step = _call(op, step)
+                else:
+                    step = op.send(self.exchange(step))
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
@@ -212,7 +237,10 @@ class AsyncTransport:
         try:
             step = next(op)
             while True:
-                step = op.send(await self.exchange(step))
+                if isinstance(step, Call):
+                    step = await _acall(op, step)
+                else:
+                    step = op.send(await self.exchange(step))
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 

@@ -25,6 +25,8 @@ MAX_NAME_BYTES = 1024
 # C0 and C1 controls, DEL, and lone surrogates (text that is not valid UTF-8).
 _FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _PREFIX = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+# Row source names go inside a hash tag: no braces, no colons.
+_SOURCE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def check_prefix(prefix: str) -> str:
@@ -76,6 +78,32 @@ class CounterKeys:
 
 
 @dataclass(frozen=True, slots=True)
+class RowShard:
+    """Keys of one shard of a row source's cache; one hash tag, one slot."""
+
+    route: str
+    due: str  # zset: row key -> when its next refresh is due (server ms)
+    delay: str  # hash: row key -> its refresh delay (ms)
+    fill: str  # hash: row key -> ticket of the load in flight (the fence)
+    lease: str  # zset: row key -> when that load's lease runs out (server ms)
+    fail: str  # hash: row key -> loads failed in a row (for the backoff)
+    seq: str  # string: the last ticket handed out
+
+    def row(self, key: str) -> str:
+        """The cached copy of one row (JSON); ``key`` must have passed check_name."""
+        # "row:" begins no other key of the shard, so ids never collide with them.
+        return f"{self.route}:row:{key}"
+
+
+def check_source_name(name: object) -> str:
+    if not isinstance(name, str) or not _SOURCE.fullmatch(name):
+        raise ConfigError(
+            f"a row source name must be 1-64 characters of A-Z a-z 0-9 _ . - (got {name!r})"
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True)
 class Keyspace:
     prefix: str = "webtier"
 
@@ -96,6 +124,11 @@ class Keyspace:
         # The precision is digits and ends at the first ':', so the key parses
         # back to exactly one (precision, name) pair and never equals ``known``.
         return f"{route}:{precision}:{name}"
+
+    # -- row cache ------------------------------------------------------------------
+    def row_shard(self, source: str, shard: int) -> RowShard:
+        """Keys of shard ``shard`` of row source ``source`` (a checked name)."""
+        return _row_shard(self.prefix, source, shard)
 
     # -- statistics -------------------------------------------------------------------
     def stats_shard(self, shard: int) -> str:
@@ -136,3 +169,12 @@ def _counter_keys(prefix: str, name: str, shards: int, precisions: tuple[int, ..
     route, index = space.counter_shard(shard_of(name, shards))
     samples = tuple(space.counter_samples(route, p, name) for p in precisions)
     return CounterKeys(route, index, samples)
+
+
+@lru_cache(maxsize=4096)
+def _row_shard(prefix: str, source: str, shard: int) -> RowShard:
+    route = f"{prefix}:{{r:{source}:{shard}}}"
+    return RowShard(
+        route,
+        *(f"{route}:{kind}" for kind in ("due", "delay", "fill", "lease", "fail", "seq")),
+    )

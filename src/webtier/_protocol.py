@@ -11,7 +11,7 @@ operation, the transport raises them.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
@@ -61,8 +61,22 @@ class Gather:
     requests: tuple[Request, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Work outside Redis that an operation waits for: a database query, a pause.
+
+    The sync transport calls ``blocking()``; the asyncio transport awaits
+    ``awaitable()`` when there is one, else runs ``blocking()`` in a worker
+    thread so the event loop never blocks. The result is sent back into the
+    operation; an exception is thrown into it, where it may be handled.
+    """
+
+    blocking: Callable[[], Any]
+    awaitable: Callable[[], Awaitable[Any]] | None = None
+
+
 Step: TypeAlias = Request | tuple[Request, ...] | Gather
-Op: TypeAlias = Generator[Step, Any, T]
+Op: TypeAlias = Generator[Step | Call, Any, T]
 
 
 def read(route: str, *commands: Command | ScriptCall) -> Request:

@@ -11,6 +11,8 @@ from typing import Any
 from webtier._drive import AsyncClient, AsyncTransport
 from webtier._facade import Part, async_op
 from webtier._ops import counters
+from webtier._ops import row_refresh as refresh_ops
+from webtier._ops import rows as row_ops
 from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
 from webtier.config import Config
@@ -59,6 +61,22 @@ class Workers(Part):
     alive = async_op(liveness.alive)
 
 
+# -- row cache ---------------------------------------------------------------------------
+
+
+class Rows(Part):
+    """Database rows kept fresh in Redis (Redis in Action 2.4): see docs/rows.md."""
+
+    schedule = async_op(row_ops.schedule)
+    unschedule = async_op(row_ops.unschedule)
+    get = async_op(row_ops.get)
+    get_many = async_op(row_ops.get_many)
+    invalidate = async_op(row_ops.invalidate)
+    refresh_now = async_op(row_ops.refresh_now)
+    refresh_due = async_op(refresh_ops.refresh_due)
+    status = async_op(row_ops.status)
+
+
 class WebTier:
     """webtier on one asyncio redis-py client (``redis.asyncio.Redis`` or
     ``redis.asyncio.cluster.RedisCluster``), which it uses but does not own."""
@@ -70,4 +88,5 @@ class WebTier:
         run: Any = self.transport.run
         self.counters = Counters(run, self.config)
         self.workers = Workers(run, self.config)
+        self.rows = Rows(run, self.config)
         self.stats = Stats(run, self.config)

@@ -13,12 +13,16 @@ interrupted; ``once=True`` runs a single pass and returns.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from webtier._ops.row_refresh import RefreshReport
 from webtier.config import Config
+from webtier.errors import ConfigError
+from webtier.rowsource import FunctionSource, Row, Source
 from webtier.sync import WebTier
 from webtier.timing import AccessTimer
 from webtier.workers import JOBS, Worker
@@ -59,6 +63,65 @@ def clean_counters(conn: Any, once: bool = False, *, stop: threading.Event | Non
     """The cleanup daemon (Listing 5.5): a pass a minute, each precision on
     the book's schedule. ``once=True`` runs one pass and returns."""
     _daemon(conn, "counters", once, stop)
+
+
+# -- 2.4 row cache ----------------------------------------------------------------------
+
+# The book keeps its rows under `inv:<row id>`; here they are source "inv".
+BOOK_ROWS = "inv"
+
+
+class _BookRows(Source):
+    """The book's rows: scheduling and reading need only the name; loading
+    goes to the function or source handed to :func:`cache_rows`."""
+
+    def __init__(self, loader: Source | None = None) -> None:
+        super().__init__(BOOK_ROWS)
+        self._loader = loader
+
+    def load(self, keys: Sequence[str]) -> dict[str, Row]:
+        if self._loader is None:
+            raise ConfigError("the book's rows are loaded by cache_rows(conn, load=...)")
+        return self._loader.load(keys)
+
+
+_ROWS = _BookRows()
+
+
+def schedule_row_cache(conn: Any, row_id: object, delay: float) -> None:
+    """Refresh row ``row_id`` every ``delay`` seconds, starting now; ``delay
+    <= 0`` stops refreshing it and drops its cached copy (Listing 2.7)."""
+    tier_for(conn).rows.schedule(_ROWS, row_id, delay)
+
+
+def cache_rows(
+    conn: Any,
+    *,
+    load: Callable[[str], Mapping[str, Any] | None] | Source,
+    once: bool = False,
+    stop: threading.Event | None = None,
+) -> RefreshReport | None:
+    """The row caching daemon (Listing 2.8): refresh scheduled rows as they
+    come due. ``load(row_id)`` returns the row as a dict, or ``None`` when
+    it no longer exists (the book's ``Inventory.get``); a
+    :class:`~webtier.rowsource.SqlSource` also works, and loads many rows a
+    query. ``once=True`` refreshes what is due now and returns a report."""
+    loader = load if isinstance(load, Source) else FunctionSource(BOOK_ROWS, load)
+    base = tier_for(conn).config
+    config = dataclasses.replace(
+        base, rows=dataclasses.replace(base.rows, sources=(_BookRows(loader),))
+    )
+    tier = WebTier(conn, config)
+    if once:
+        return tier.rows.refresh_due()
+    Worker(tier, [JOBS["rows"]], stop=stop).run()
+    return None
+
+
+def get_cached_row(conn: Any, row_id: object) -> dict[str, Any] | None:
+    """The cached copy of row ``row_id`` as a dict, or ``None`` (the book
+    reads ``inv:<row id>`` itself; this decodes it to the database's types)."""
+    return tier_for(conn).rows.get(_ROWS, row_id)
 
 
 # -- 5.2.2-5.2.3 statistics and access time ----------------------------------------------

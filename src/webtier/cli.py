@@ -24,10 +24,12 @@ from pathlib import Path
 import click
 
 from webtier.bench.cli import bench
-from webtier.config import ACCESS_TIME, Config, StatsSettings
+from webtier.config import ACCESS_TIME, Config, RowSettings, StatsSettings
 from webtier.connect import open as open_tier
-from webtier.embedded import EmbeddedRedis
+from webtier.embedded import EmbeddedRedis, default_data_dir
 from webtier.errors import WebtierError
+from webtier.rows_cli import rows
+from webtier.rowsource import Source
 from webtier.sync import WebTier
 from webtier.workers import ColdStop, Worker, jobs_named
 
@@ -39,16 +41,39 @@ class Edge:
     url: str | None
     data_dir: Path | None
     prefix: str
+    database: str | None = None  # SQLAlchemy URL of the shop's database
 
     @contextlib.contextmanager
-    def tier(self) -> Iterator[WebTier]:
+    def tier(self, *, with_rows: bool = False) -> Iterator[WebTier]:
+        """A tier on the Redis of the options; ``with_rows``: with the shop's
+        row sources configured (what the worker refreshes)."""
+        sources = self.row_sources() if with_rows else ()
+        config = Config(prefix=self.prefix, rows=RowSettings(sources=sources))
         try:
-            with open_tier(
-                self.url, config=Config(prefix=self.prefix), data_dir=self.data_dir
-            ) as tier:
+            with open_tier(self.url, config=config, data_dir=self.data_dir) as tier:
                 yield tier
         except WebtierError as error:
             raise click.ClickException(str(error)) from error
+
+    # -- row cache ----------------------------------------------------------------------
+    def database_url(self) -> str:
+        """The shop's database: ``--database``, else the demo's SQLite file."""
+        return self.database or f"sqlite:///{shop_db_path(self.data_dir)}"
+
+    def row_sources(self) -> tuple[Source, ...]:
+        """The shop's inventory, if a database was named or the demo's SQLite
+        file exists; else none."""
+        if self.database is None and not shop_db_path(self.data_dir).exists():
+            return ()
+        from webtier import shopdb  # imports SQLAlchemy: only for commands that need it
+
+        return (shopdb.inventory_source(self.database_url()),)
+
+
+def shop_db_path(data_dir: Path | None) -> Path:
+    """The demo shop's SQLite file: ``shop.db`` in ``--data-dir``, else beside
+    the embedded redis-server's default data directory."""
+    return (data_dir if data_dir is not None else default_data_dir().parent) / "shop.db"
 
 
 pass_edge = click.make_pass_decorator(Edge)
@@ -70,16 +95,27 @@ pass_edge = click.make_pass_decorator(Edge)
 @click.option(
     "--prefix", envvar="WEBTIER_PREFIX", default="webtier", show_default=True, help="Key prefix."
 )
+@click.option(
+    "--database",
+    envvar="WEBTIER_DATABASE_URL",
+    help="SQLAlchemy URL of the shop's database, for the row cache. "
+    "Default: shop.db (SQLite) beside the embedded redis-server's data.",
+)
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 @click.version_option(package_name="webtier")
 @click.pass_context
 def main(
-    ctx: click.Context, url: str | None, data_dir: Path | None, prefix: str, verbose: int
+    ctx: click.Context,
+    url: str | None,
+    data_dir: Path | None,
+    prefix: str,
+    database: str | None,
+    verbose: int,
 ) -> None:
     """webtier: the Redis web tier of Redis in Action, for Python web apps."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    ctx.obj = Edge(url or None, data_dir, prefix)
+    ctx.obj = Edge(url or None, data_dir, prefix, database or None)
 
 
 @contextlib.contextmanager
@@ -114,7 +150,7 @@ def worker(edge: Edge, jobs: tuple[str, ...], once: bool, heartbeat: float) -> N
         chosen = jobs_named(jobs)
     except WebtierError as error:
         raise click.BadParameter(str(error), param_hint="--job") from error
-    with edge.tier() as tier:
+    with edge.tier(with_rows=True) as tier:
         runner = Worker(tier, chosen, heartbeat=heartbeat, once=once)
         click.echo(f"worker {runner.id}: {', '.join(j.name for j in chosen)}", err=True)
         try:
@@ -167,6 +203,7 @@ def server(edge: Edge) -> None:
 
 
 main.add_command(bench)
+main.add_command(rows)
 
 
 @main.group()

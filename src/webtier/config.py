@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from webtier._keys import Keyspace, check_stat_type
 from webtier.errors import ConfigError, InvalidInput
 from webtier.histogram import sub_buckets_for
 
+if TYPE_CHECKING:
+    from webtier.rowsource import Source
+
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_seconds(value: object, low: float, high: float) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
 
 
 def _require(ok: bool, message: str) -> None:
@@ -120,6 +128,43 @@ class RetryPolicy:
         _require(0 <= self.backoff <= self.backoff_cap, "need 0 <= backoff <= backoff_cap")
 
 
+# -- row cache --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RowSettings:
+    """The row cache (Redis in Action 2.4): database rows kept fresh in Redis."""
+
+    # The sources the worker refreshes (`webtier worker`, the "rows" job).
+    sources: tuple[Source, ...] = ()
+    # Each source's schedule is split in this many shards, each its own
+    # cluster slot, so workers do not queue on one slot. A row's shard follows
+    # from its key and this number: keep it fixed for a deployment.
+    shards: int = 16
+    batch: int = 500  # rows claimed per shard per round, and per database query
+    lease: float = 10.0  # seconds a worker holds claimed rows before others may retry them
+    fill_lease: float = 5.0  # seconds a read-through load holds a row before another may
+    ttl: float = 300.0  # seconds a read-through copy of a row that is not scheduled lives
+    missing_ttl: float = 5.0  # seconds read-through remembers "no such row" (0: never)
+    poll: float = 0.05  # seconds a worker waits when nothing is due (the book's 50 ms)
+    retry_backoff: float = 1.0  # seconds before a failed row is retried, doubled per failure
+    retry_cap: float = 60.0  # seconds, the longest of those waits
+
+    def __post_init__(self) -> None:
+        _require(_is_int(self.shards) and 1 <= self.shards <= 16384, "shards must be 1..16384")
+        _require(_is_int(self.batch) and 1 <= self.batch <= 10_000, "batch must be 1..10000")
+        year = 365 * 86400
+        for name in ("lease", "fill_lease", "ttl", "poll", "retry_backoff", "retry_cap"):
+            _require(
+                _is_seconds(getattr(self, name), 0.001, year),
+                f"{name} must be 0.001 to {year} seconds",
+            )
+        _require(_is_seconds(self.missing_ttl, 0, year), f"missing_ttl must be 0 to {year} seconds")
+        _require(self.retry_backoff <= self.retry_cap, "need retry_backoff <= retry_cap")
+        names = [source.name for source in self.sources]
+        _require(len(set(names)) == len(names), f"row source names repeat: {names}")
+
+
 # -- statistics and access time ----------------------------------------------------------
 
 ACCESS_TIME = "AccessTime"  # the book's type for timed blocks
@@ -175,6 +220,7 @@ class Config:
     prefix: str = "webtier"  # every key webtier writes starts with it
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     counters: CounterSettings = field(default_factory=CounterSettings)
+    rows: RowSettings = field(default_factory=RowSettings)
     stats: StatsSettings = field(default_factory=StatsSettings)
     keys: Keyspace = field(init=False, repr=False, compare=False)
 

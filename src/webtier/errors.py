@@ -56,6 +56,14 @@ class EmbeddedServerError(WebtierError):
     """The embedded redis-server could not be found or started."""
 
 
+class SourceError(WebtierError):
+    """A row source (the SQL database, or your loader) failed to load rows.
+
+    Cached copies were left as they were; the rows are retried with backoff.
+    The cause (an SQLAlchemy error, say) is chained.
+    """
+
+
 def _short(value: object, limit: int = 80) -> str | None:
     if value is None:
         return None

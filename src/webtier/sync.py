@@ -11,6 +11,8 @@ from typing import Any
 from webtier._drive import SyncClient, SyncTransport
 from webtier._facade import Part, sync_op
 from webtier._ops import counters
+from webtier._ops import row_refresh as refresh_ops
+from webtier._ops import rows as row_ops
 from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
 from webtier.config import Config
@@ -58,6 +60,22 @@ class Workers(Part):
     alive = sync_op(liveness.alive)
 
 
+# -- row cache ---------------------------------------------------------------------------
+
+
+class Rows(Part):
+    """Database rows kept fresh in Redis (Redis in Action 2.4): see docs/rows.md."""
+
+    schedule = sync_op(row_ops.schedule)
+    unschedule = sync_op(row_ops.unschedule)
+    get = sync_op(row_ops.get)
+    get_many = sync_op(row_ops.get_many)
+    invalidate = sync_op(row_ops.invalidate)
+    refresh_now = sync_op(row_ops.refresh_now)
+    refresh_due = sync_op(refresh_ops.refresh_due)
+    status = sync_op(row_ops.status)
+
+
 class WebTier:
     """webtier on one sync redis-py client (``redis.Redis`` or
     ``redis.cluster.RedisCluster``), which it uses but does not own."""
@@ -69,4 +87,5 @@ class WebTier:
         run: Any = self.transport.run
         self.counters = Counters(run, self.config)
         self.workers = Workers(run, self.config)
+        self.rows = Rows(run, self.config)
         self.stats = Stats(run, self.config)

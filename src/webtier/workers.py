@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webtier._ops import counters
+from webtier._ops import row_refresh as refresh_ops
 from webtier._ops import workers as liveness
 from webtier._protocol import Op
 from webtier.aio import WebTier as AsyncWebTier
@@ -79,8 +80,38 @@ def _clean_counters(cfg: Config, pass_number: int) -> Op[Step]:
     return Step(max(cfg.counters.clean_interval - report.seconds, 1.0), summary)
 
 
+# -- row cache ---------------------------------------------------------------------------
+
+
+def _refresh_rows(cfg: Config, pass_number: int) -> Op[Step]:
+    settings = cfg.rows
+    if not settings.sources:
+        return Step(60.0, "" if pass_number else "no row sources configured; idle")
+    done = yield from refresh_ops.refresh_round(cfg)
+    for problem in done.problems:
+        log.warning("rows: %s (retried with backoff)", problem)
+    report = done.report
+    if done.more:
+        delay = 0.0
+    elif done.next_due is not None and done.now is not None:
+        # Sleep until the next row is due, but poll at least every `poll`:
+        # rows scheduled meanwhile are due at once.
+        delay = min(settings.poll, max(0.0, (done.next_due - done.now) / 1000))
+    else:
+        delay = settings.poll
+    if not (report.claimed or report.dropped):
+        return Step(delay, "")
+    summary = (
+        f"{report.claimed} rows in {report.seconds:.3f} s: {report.stored} stored, "
+        f"{report.removed} removed, {report.fenced} fenced, {report.failed} failed, "
+        f"{report.dropped} dropped"
+    )
+    return Step(delay, summary)
+
+
 JOBS: dict[str, Job] = {
     "counters": Job("counters", _clean_counters),
+    "rows": Job("rows", _refresh_rows),
 }
 
 
@@ -143,7 +174,8 @@ class Schedule:
             )
         state.due, state.failures, state.failing_since = now + step.delay, 0, None
         state.passes += 1
-        log.info("%s: %s", job.name, step.summary)
+        if step.summary:  # a step that found nothing to do says nothing
+            log.info("%s: %s", job.name, step.summary)
 
     def failed(self, job: Job, error: BaseException, now: float) -> None:
         state = self.state[job.name]

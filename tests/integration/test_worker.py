@@ -17,7 +17,7 @@ import webtier
 from webtier._protocol import Op, write
 from webtier.config import Config
 from webtier.testing import RedisServer
-from webtier.workers import AsyncWorker, Job, Step, Worker
+from webtier.workers import JOBS, AsyncWorker, Job, Step, Worker
 
 NOW = 1_700_000_000
 
@@ -55,7 +55,7 @@ def test_liveness_key_while_running(redis_url: str, config: Config) -> None:
             time.sleep(0.05)
         (info,) = tier.workers.alive()
         assert info.id == worker.id
-        assert info.jobs == ("counters",)
+        assert info.jobs == tuple(JOBS)
         assert 0 < client.pttl(config.keys.worker(worker.id)) <= 600
     finally:
         worker.request_stop()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -99,6 +100,41 @@ def clean_counters_pass(conn: Any, passes: int = 0) -> None:
         # The daemon keeps its pipeline for ever; one pass hands its
         # connection back to the pool.
         pipe.reset()
+
+
+# -- 2.4 row cache ----------------------------------------------------------------------
+
+
+def schedule_row_cache(conn: Any, row_id: str, delay: float) -> None:
+    """Listing 2.7: the row's delay in ``delay:``, due now in ``schedule:``."""
+    conn.zadd("delay:", {row_id: delay})
+    conn.zadd("schedule:", {row_id: time.time()})
+
+
+def cache_rows_step(conn: Any, inventory_get: Any) -> bool:
+    """One turn of Listing 2.8's loop; False where the daemon would sleep
+    50 ms (nothing due). Per row: ZRANGE, ZSCORE, the database query, ZADD
+    and SET, one round trip each. ``conn`` must decode replies.
+
+    ``inventory_get(row_id)`` stands for ``Inventory.get(row_id)``; its
+    ``to_dict()`` is the dict it returns. ``json.dumps`` gets ``default=str``
+    so that decimals and dates can be written at all (the listing leaves the
+    row's types out); a row with no delay still crashes, as printed."""
+    next = conn.zrange("schedule:", 0, 0, withscores=True)
+    now = time.time()
+    if not next or next[0][1] > now:
+        return False
+    row_id = next[0][0]
+    delay = conn.zscore("delay:", row_id)
+    if delay <= 0:
+        conn.zrem("delay:", row_id)
+        conn.zrem("schedule:", row_id)
+        conn.delete("inv:" + row_id)
+        return True
+    row = inventory_get(row_id)
+    conn.zadd("schedule:", {row_id: now + delay})
+    conn.set("inv:" + row_id, json.dumps(row, default=str))
+    return True
 
 
 # -- 5.2.2-5.2.3 statistics and access time ----------------------------------------------

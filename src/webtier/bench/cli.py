@@ -9,6 +9,7 @@ on a timing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import sys
 import threading
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from webtier.bench import _render, counters, stats
+from webtier.bench import _render, counters, rowcache, stats
 from webtier.bench._harness import Harness, Settings
 from webtier.bench._results import Report, Row
 from webtier.errors import WebtierError
@@ -143,6 +144,22 @@ def bench() -> None:
 def counters_command(**options: Any) -> None:
     """Counters: record, batched record, get, cleanup and memory, webtier vs book."""
     run_bench(counters.TITLE, counters.run, **options)
+
+
+# -- row cache --------------------------------------------------------------------------
+
+
+@bench.command("rowcache")
+@bench_options
+@click.option(
+    "--postgres",
+    "postgres_url",
+    help="SQLAlchemy URL of a PostgreSQL database to measure (its inventory table is "
+    "replaced). Default: a PostgreSQL of the bench's own, if PostgreSQL is installed.",
+)
+def rowcache_command(postgres_url: str | None, **options: Any) -> None:
+    """Row cache: refresh from SQLite and PostgreSQL, and cached reads, webtier vs book."""
+    run_bench(rowcache.TITLE, functools.partial(rowcache.run, postgres_url=postgres_url), **options)
 
 
 @bench.command("stats")
