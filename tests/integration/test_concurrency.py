@@ -34,10 +34,10 @@ Log = dict[tuple[str, int, int], int]  # (name, precision, slice) -> sum
 
 
 def _active(name: str, now: float) -> bool:
-    # Each name is busy for 12 s, then idle for 12 s (longer than its 10 s of
+    # Each name is busy for 4 s, then idle for 12 s (longer than its 10 s of
     # retention, so cleaners empty and unlist it), staggered across names.
     offset = NAMES.index(name) * 2
-    return int((now + offset) // 12) % 2 == 0
+    return int((now + offset) // 4) % 4 == 0
 
 
 def _log(log: Log, name: str, count: int, now: float) -> None:
@@ -46,7 +46,10 @@ def _log(log: Log, name: str, count: int, now: float) -> None:
         log[key] = log.get(key, 0) + count
 
 
-def _writer(url: str, prefix: str, until: float, batched: bool, seed: int) -> tuple[Log, int]:
+def _writer(
+    url: str, prefix: str, start: float, until: float, batched: bool, seed: int
+) -> tuple[Log, int]:
+    time.sleep(max(0.0, start - time.time()))  # every process begins together
     rng = random.Random(seed)
     tier = webtier.WebTier(webtier.connect(url), Config(prefix=prefix, counters=SETTINGS))
     log: Log = {}
@@ -73,7 +76,8 @@ def _writer(url: str, prefix: str, until: float, batched: bool, seed: int) -> tu
     return log, unknown
 
 
-def _cleaner(url: str, prefix: str, until: float) -> tuple[int, int]:
+def _cleaner(url: str, prefix: str, start: float, until: float) -> tuple[int, int]:
+    time.sleep(max(0.0, start - time.time()))
     tier = webtier.WebTier(webtier.connect(url), Config(prefix=prefix, counters=SETTINGS))
     passes = unlisted = 0
     while time.time() < until:
@@ -85,14 +89,15 @@ def _cleaner(url: str, prefix: str, until: float) -> tuple[int, int]:
 
 @pytest.mark.slow
 def test_writers_and_two_cleaners_lose_nothing(redis_url: str, prefix: str) -> None:
-    until = time.time() + SECONDS + 3  # processes take a moment to start
+    start = time.time() + 8  # spawned processes take a moment, more on a busy machine
+    until = start + SECONDS
     context = multiprocessing.get_context("spawn")
     with context.Pool(WRITERS + 3) as pool:
         writers = [
-            pool.apply_async(_writer, (redis_url, prefix, until, index == 0, index))
+            pool.apply_async(_writer, (redis_url, prefix, start, until, index == 0, index))
             for index in range(WRITERS)
         ]
-        cleaners = [pool.apply_async(_cleaner, (redis_url, prefix, until)) for _ in range(2)]
+        cleaners = [pool.apply_async(_cleaner, (redis_url, prefix, start, until)) for _ in range(2)]
         time.sleep(max(0.0, until - time.time()) + 0.3)
         # Read Redis right away: the smallest retention is 3 s.
         tier = webtier.WebTier(webtier.connect(redis_url), Config(prefix=prefix, counters=SETTINGS))
