@@ -17,7 +17,7 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -277,3 +277,23 @@ def steady_hour(redis_url: str) -> None:
     left = 3600 - (seconds % 3600 + micros / 1e6)
     if left < 10:
         time.sleep(left + 0.1)
+
+
+@pytest.fixture(params=[False, True], ids=["bytes", "decoded"])
+def conn(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Any]:
+    """A plain redis-py client for the book's functions (``webtier.book``),
+    returning bytes or decoded text; the book's functions use webtier's
+    default prefix, so it starts with none of its keys."""
+    client = webtier.connect(redis_url, decode_responses=request.param)
+    for key in all_keys(redis_url, "webtier:*"):
+        client.delete(key)
+    yield client
+    webtier.disconnect(client)
+
+
+def wait_for(check: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+    """Poll ``check`` until it is true; fail with ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)

@@ -72,3 +72,42 @@ __all__ += [
     "StatsSettings",
     "Summary",
 ]
+
+# -- item view ranking -------------------------------------------------------------------
+from webtier._ops.ranking import RescaleReport  # noqa: E402
+from webtier.config import RankingSettings  # noqa: E402
+from webtier.ranking import AsyncTopItems, AsyncViewAggregator, TopItems, ViewAggregator  # noqa: E402
+
+__all__ += [
+    "AsyncTopItems",
+    "AsyncViewAggregator",
+    "RankingSettings",
+    "RescaleReport",
+    "TopItems",
+    "ViewAggregator",
+]
+
+# -- page cache ---------------------------------------------------------------
+from webtier.config import PageCacheSettings  # noqa: E402
+from webtier.pagerules import (  # noqa: E402
+    CacheRoute,
+    PageRequest,
+    PageRules,
+    RankAdmission,
+    SetAdmission,
+)
+
+__all__ += [
+    "CacheRoute",
+    "PageCacheSettings",
+    "PageRequest",
+    "PageRules",
+    "RankAdmission",
+    "SetAdmission",
+]
+
+# -- sessions and carts ---
+from webtier.config import SessionSettings  # noqa: E402
+from webtier.sessions import CartChange, LoginResult, SessionInfo  # noqa: E402
+
+__all__ += ["CartChange", "LoginResult", "SessionInfo", "SessionSettings"]

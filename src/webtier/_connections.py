@@ -1,36 +1,38 @@
-"""Connections for the sync executor: kept per thread, packed with hiredis.
+"""Connections for the sync executor: reused without the pool's toll, packed with hiredis.
 
 redis-py 8's pool runs observability hooks, event dispatch, a fork check and
 two lock rounds on every ``get_connection``/``release`` pair: on a small
-machine that costs more than the round trip itself. A thread that calls
-webtier keeps the connection it got from the pool and uses it again next
-time, with the one check the pool's own ``get_connection`` makes that matters
-for correctness: a connection that has data waiting or was closed by the
-server (a restart) is reconnected *before* anything is written, so the
-failure stays "not sent" and a write is never wrongly reported as maybe
-applied.
+machine that costs more than the round trip itself. So the sync executor
+keeps the connections it is done with in a small LIFO of idle connections
+per pool, in front of the pool, and takes from it first. Before reusing one
+it makes the one check of the pool's own ``get_connection`` that matters for
+correctness: a connection that has data waiting or was closed by the server
+(a restart) is reconnected *before* anything is written, so such a failure
+stays "not sent" and a write is never wrongly reported as maybe applied.
 
 Rules that keep this as safe as the pool:
 
-* one thread, one connection per pool: no two threads share a socket;
-* a re-entrant call in the same thread (a signal handler flushing a recorder
-  while the thread is mid-call) gets a connection from the pool instead;
-* when the thread ends, its connections go back to the pool;
-* after a fork, connections of the parent are never used, nor released into
-  the child's pool (which resets itself);
-* the pool still creates every connection, so its limits and settings apply,
-  and closing the pool closes held connections too.
+* a connection is used by one call at a time (``list.pop``/``append`` are
+  atomic), so the number in use is bounded by the calls in flight, as with
+  the pool: the pool is asked for a new one only when none is idle here;
+* connections go back to the pool, rather than into the idle list, once the
+  pool has handed out half its ``max_connections``: webtier never hoards a
+  pool the application shares for its own commands;
+* only redis-py's plain ``ConnectionPool`` is fronted this way; a
+  ``BlockingConnectionPool`` (or any other) is used as it is;
+* after a fork, the parent's idle connections are never used;
+* the pool still creates every connection, so its settings apply, and
+  closing the pool closes the idle connections too.
 """
 
-from __future__ import annotations
-
-import contextlib
 import os
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import hiredis
+from redis import ConnectionPool
 from redis import exceptions as rx
 
 from webtier._protocol import Command
@@ -53,58 +55,60 @@ def pack(conn: Any, commands: Sequence[Command]) -> list[bytes]:
     return packed
 
 
-class _Held:
-    """A connection a thread keeps; back to its pool when the thread ends."""
+class _Idle:
+    """The idle connections of one pool, in the process that made them."""
 
-    __slots__ = ("busy", "conn", "pid", "pool")
+    __slots__ = ("conns", "pid")
 
-    def __init__(self, pool: Any, conn: Any) -> None:
-        self.pool, self.conn, self.pid = pool, conn, os.getpid()
-        self.busy = False
-
-    def __del__(self) -> None:
-        # Runs when the thread's locals go (thread end) or the holder is
-        # replaced. A forked child's pool resets itself and ignores
-        # connections it does not own.
-        if self.pid == os.getpid():
-            with contextlib.suppress(Exception):  # nothing to do at interpreter exit
-                self.pool.release(self.conn)
-
-
-class _PerThread(threading.local):
     def __init__(self) -> None:
-        self.held: dict[int, _Held] = {}
+        self.conns: list[Any] = []
+        self.pid = os.getpid()
 
 
-_local = _PerThread()
+_idle: weakref.WeakKeyDictionary[Any, _Idle] = weakref.WeakKeyDictionary()
+_idle_lock = threading.Lock()
 _STALE = (rx.ConnectionError, rx.TimeoutError, OSError)
 
 
-def checkout(pool: Any) -> tuple[Any, _Held | None]:
-    """A ready connection of ``pool`` for this thread, and its holder (None
-    when it came from the pool for this call only). Raises the pool's
+def _idle_of(pool: Any) -> _Idle | None:
+    if type(pool) is not ConnectionPool:
+        return None
+    idle = _idle.get(pool)
+    if idle is None or idle.pid != os.getpid():
+        with _idle_lock:
+            idle = _idle.get(pool)
+            if idle is None or idle.pid != os.getpid():  # new, or inherited over a fork
+                idle = _idle[pool] = _Idle()
+    return idle
+
+
+def checkout(pool: Any) -> Any:
+    """A connection of ``pool`` ready for a write. Raises the pool's
     connection errors: nothing has been written yet."""
-    held = _local.held.get(id(pool))
-    if held is None or held.pool is not pool or held.pid != os.getpid():
-        conn = pool.get_connection()
-        held = _local.held[id(pool)] = _Held(pool, conn)
-    elif held.busy:  # re-entered from a signal handler: do not touch its socket
-        return pool.get_connection(), None
-    else:
-        conn = held.conn
+    idle = _idle_of(pool)
+    if idle is None or not idle.conns:
+        return pool.get_connection()
+    try:
+        conn = idle.conns.pop()
+    except IndexError:  # another thread took the last one
+        return pool.get_connection()
+    try:
+        stale = conn._sock is None or conn.can_read()
+    except _STALE:
+        stale = True
+    if stale:  # closed by the server, or out of step: start afresh
         try:
-            stale = conn._sock is None or conn.can_read()
-        except _STALE:
-            stale = True
-        if stale:  # closed by the server, or out of step: start afresh
             conn.disconnect()
             conn.connect()
-    held.busy = True
-    return conn, held
+        except BaseException:
+            pool.release(conn)
+            raise
+    return conn
 
 
-def checkin(pool: Any, conn: Any, held: _Held | None) -> None:
-    if held is None:
-        pool.release(conn)
+def checkin(pool: Any, conn: Any) -> None:
+    idle = _idle_of(pool)
+    if idle is not None and int(pool._created_connections) <= int(pool.max_connections) // 2:
+        idle.conns.append(conn)
     else:
-        held.busy = False
+        pool.release(conn)

@@ -2,10 +2,9 @@
 :mod:`webtier._wire`, and the loops that drive operations through them.
 
 An executor writes a pipeline on a connection it takes from redis-py's pool
-(the sync one keeps it for the thread's next call: see
-:mod:`webtier._connections`) and reads the replies itself. It never goes
-through ``execute_command``: redis-py retries there after a timeout and
-would apply an increment twice.
+(the sync one keeps it for a later call: see :mod:`webtier._connections`)
+and reads the replies itself. It never goes through ``execute_command``:
+redis-py retries there after a timeout and would apply an increment twice.
 Whether to send again is decided in :mod:`webtier._wire` alone.
 
 Four executors (sync and asyncio, single server and Cluster) differ only in
@@ -69,15 +68,16 @@ def _call(op: Op[Any], call: Call) -> Step | Call:
     return op.send(result)
 
 
-async def _acall(op: Op[Any], call: Call) -> Step | Call:
+async def _acall(call: Call) -> tuple[Any, Exception | None]:
+    # The result goes into the operation in run(), not here: an operation
+    # that returns right after a Call raises StopIteration, which a
+    # coroutine would turn into RuntimeError.
     try:
         if call.awaitable is not None:
-            result = await call.awaitable()
-        else:
-            result = await asyncio.to_thread(call.blocking)
+            return await call.awaitable(), None
+        return await asyncio.to_thread(call.blocking), None
     except Exception as error:
-        return op.throw(error)
-    return op.send(result)
+        return None, error
 
 
 def _locate(cluster: Any, route: str) -> Any:
@@ -95,7 +95,7 @@ def _locate(cluster: Any, route: str) -> Any:
 
 def _pipeline(pool: Any, commands: Sequence[Command]) -> Outcome:
     try:
-        conn, held = checkout(pool)
+        conn = checkout(pool)
     except _IO_ERRORS as error:
         return Outcome([], error, delivered=False)
     replies: list[Reply] = []
@@ -113,7 +113,7 @@ def _pipeline(pool: Any, commands: Sequence[Command]) -> Outcome:
         conn.disconnect()  # half-read: never hand it back as it is
         raise
     finally:
-        checkin(pool, conn, held)
+        checkin(pool, conn)
     return Outcome(replies)
 
 
@@ -238,7 +238,8 @@ class AsyncTransport:
             step = next(op)
             while True:
                 if isinstance(step, Call):
-                    step = await _acall(op, step)
+                    result, error = await _acall(step)
+                    step = op.send(result) if error is None else op.throw(error)
                 else:
                     step = op.send(await self.exchange(step))
         except StopIteration as done:

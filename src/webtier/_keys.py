@@ -148,6 +148,47 @@ class Keyspace:
         rankings read. It starts with a word where stats keys start with digits."""
         return f"{route}:ctx:{period}:{start}:{stat_type}"
 
+    # -- item view ranking ----------------------------------------------------------------
+    @property
+    def ranking_route(self) -> str:
+        return f"{self.prefix}:{{v}}"
+
+    @property
+    def viewed(self) -> str:
+        """Zset: item id -> its views (halved by every rescale)."""
+        return f"{self.ranking_route}:viewed"
+
+    @property
+    def rescaled(self) -> str:
+        """String: the start (server seconds) of the last period the ranking
+        was rescaled in: the fence that keeps rescalers from halving twice."""
+        return f"{self.ranking_route}:rescaled"
+
+    # -- page cache -------------------------------------------------------------------------
+    def page_shard(self, shard: int) -> PageShard:
+        """Keys of one shard of the page cache (one hash tag, one slot)."""
+        return _page_shard(self.prefix, shard)
+
+    # -- sessions and carts -------------------------------------------------------------
+    def session_shard(self, shard: int) -> str:
+        """Route (hash tag) of one shard of the sessions: its sessions and
+        their recency index share the slot, so scripts see both at once."""
+        return f"{self.prefix}:{{s:{shard}}}"
+
+    def session_recent(self, route: str) -> str:
+        """Zset of the shard's tokens by last-seen time (server microseconds)."""
+        return f"{route}:recent"
+
+    def session(self, route: str, token: str) -> str:
+        """Hash of one session (user, data, viewed items, cart). ``token``
+        must have passed the token check: URL-safe characters only."""
+        return f"{route}:t:{token}"
+
+    def user_sessions(self, user: str, shards: int) -> str:
+        """Hash of one user's sessions, session id -> token; ``user`` must
+        have passed :func:`check_name`."""
+        return f"{self.prefix}:{{u:{shard_of(user, shards)}}}:{user}"
+
     # -- workers ----------------------------------------------------------------------
     @property
     def workers_route(self) -> str:
@@ -178,3 +219,34 @@ def _row_shard(prefix: str, source: str, shard: int) -> RowShard:
         route,
         *(f"{route}:{kind}" for kind in ("due", "delay", "fill", "lease", "fail", "seq")),
     )
+
+
+# -- page cache -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PageShard:
+    """Keys of one shard of the page cache. Pages are named by a digest of
+    their request (hex), so no request text ever reaches a key; an item's
+    id (checked) appears only after the tag, in its tag set."""
+
+    route: str
+    gen: str  # string: bumped by every invalidation, fences renders in flight
+    pages: str  # zset: page digest -> when its copy expires (ms), for "invalidate all"
+
+    def page(self, digest: str) -> str:
+        return f"{self.route}:page:{digest}"
+
+    def lock(self, digest: str) -> str:
+        return f"{self.route}:lock:{digest}"
+
+    def item(self, item: str) -> str:
+        """Zset: digests of the item's cached pages -> when each expires (ms);
+        ``item`` must have passed :func:`check_name`."""
+        return f"{self.route}:item:{item}"
+
+
+@lru_cache(maxsize=16384)
+def _page_shard(prefix: str, shard: int) -> PageShard:
+    route = f"{prefix}:{{pc:{shard}}}"
+    return PageShard(route, f"{route}:gen", f"{route}:pages")

@@ -6,16 +6,24 @@ run the same operations (:mod:`webtier._ops`).
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import Any
 
 from webtier._drive import AsyncClient, AsyncTransport
 from webtier._facade import Part, async_op
+from webtier._ops import carts as cart_ops
 from webtier._ops import counters
+from webtier._ops import pagecache as pages
+from webtier._ops import ranking as views
 from webtier._ops import row_refresh as refresh_ops
 from webtier._ops import rows as row_ops
+from webtier._ops import sessions as session_ops
 from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
+from webtier._protocol import Request
+from webtier._session_part import SessionsPart
 from webtier.config import Config
+from webtier.ranking import AsyncTopItems, AsyncViewAggregator, count_view
 from webtier.recorder import AsyncRecorder
 from webtier.timing import AsyncAccessTimer
 
@@ -61,6 +69,49 @@ class Workers(Part):
     alive = async_op(liveness.alive)
 
 
+# -- item view ranking ----------------------------------------------------------------
+
+
+class Ranking(Part):
+    """Item views ranked by count (Redis in Action 2.5): see docs/ranking.md."""
+
+    rank = async_op(views.rank)
+    top = async_op(views.top)
+    rescale = async_op(views.rescale)
+
+    def __init__(self, run: Any, config: Config) -> None:
+        super().__init__(run, config)
+        self._aggregator: AsyncViewAggregator | None = None
+
+    def view_requests(self, item: str) -> tuple[Request, ...]:
+        """The requests that count one view of ``item``, for other parts to
+        send in their own round trip (sessions count views when touched);
+        ``()`` while an aggregator is open, which counted it in process."""
+        return count_view(self._aggregator, self._config, item)
+
+    def record_view(self, item: str) -> Coroutine[Any, Any, None]:
+        """Count one view of ``item`` (in process while an aggregator is open)."""
+        return self._run(views.send(self.view_requests(item)))  # type: ignore[no-any-return]
+
+    def aggregator(
+        self, *, flush_interval: float = 1.0, max_pending: int = 100_000
+    ) -> AsyncViewAggregator:
+        """Count views in process from now on, flushed every ``flush_interval``
+        seconds (see :mod:`webtier.ranking`); close it to count in Redis again.
+        The one opened last counts (close the one it replaces).
+        Create it in a running loop."""
+        self._aggregator = AsyncViewAggregator(
+            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
+        )
+        return self._aggregator
+
+    def top_items(self, n: int = 10_000, *, refresh: float = 5.0) -> AsyncTopItems:
+        """A client-side copy of the ``n`` most viewed items, refreshed every
+        ``refresh`` seconds, for admission checks without a round trip.
+        Create it in a running loop."""
+        return AsyncTopItems(self._run, self._config, n, refresh)
+
+
 # -- row cache ---------------------------------------------------------------------------
 
 
@@ -77,6 +128,58 @@ class Rows(Part):
     status = async_op(row_ops.status)
 
 
+# -- page cache ----------------------------------------------------------------------------
+
+
+class PageCache(Part):
+    """Whole pages kept in Redis (Redis in Action 2.3): see docs/pagecache.md.
+    Pages are served by the middleware (:mod:`webtier.web.pagecache_asgi`,
+    :mod:`webtier.web.pagecache_wsgi`); these drop them."""
+
+    serve = async_op(pages.serve)
+    invalidate = async_op(pages.invalidate)
+    invalidate_item = async_op(pages.invalidate_item)
+    invalidate_all = async_op(pages.invalidate_all)
+
+
+# -- sessions and carts ---------------------------------------------------------------
+
+
+class Sessions(SessionsPart):
+    """Login sessions with recently viewed items (Redis in Action 2.1): see docs/sessions.md."""
+
+    new = async_op(session_ops.new)
+    check = async_op(session_ops.check)
+    info = async_op(session_ops.info)
+    login = async_op(session_ops.login)
+    logout = async_op(session_ops.logout)
+    of_user = async_op(session_ops.of_user)
+    revoke = async_op(session_ops.revoke)
+    revoke_all = async_op(session_ops.revoke_all)
+    data = async_op(session_ops.data)
+    update = async_op(session_ops.update)
+    discard = async_op(session_ops.discard)
+    recently_viewed = async_op(session_ops.recently_viewed)
+    clean = async_op(session_ops.clean)
+    stats = async_op(session_ops.stats)
+
+    async def touch(self, token: str, *, user: str | None = None, item: str | None = None) -> bool:
+        """The book's ``update_token`` for a live session: last seen, the user
+        (when given), the viewed ``item`` and its view count, in one round
+        trip; ``False`` when there is no such session (strict mode never
+        creates one)."""
+        result: bool = await self._run(self._touch(token, user, item))
+        return result
+
+
+class Carts(Part):
+    """Shopping carts, item -> count, per session (Redis in Action 2.2)."""
+
+    set = async_op(cart_ops.set)
+    get = async_op(cart_ops.get)
+    clear = async_op(cart_ops.clear)
+
+
 class WebTier:
     """webtier on one asyncio redis-py client (``redis.asyncio.Redis`` or
     ``redis.asyncio.cluster.RedisCluster``), which it uses but does not own."""
@@ -87,6 +190,11 @@ class WebTier:
         self.transport = AsyncTransport(client, self.config.retry)
         run: Any = self.transport.run
         self.counters = Counters(run, self.config)
+        self.ranking = Ranking(run, self.config)
         self.workers = Workers(run, self.config)
         self.rows = Rows(run, self.config)
         self.stats = Stats(run, self.config)
+        self.pagecache = PageCache(run, self.config)
+        # -- sessions and carts ---
+        self.sessions = Sessions(run, self.config, view_counter=self.ranking.view_requests)
+        self.carts = Carts(run, self.config)

@@ -19,9 +19,12 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from webtier._ops import pagecache
 from webtier._ops.row_refresh import RefreshReport
-from webtier.config import Config
-from webtier.errors import ConfigError
+from webtier._protocol import Call
+from webtier.config import Config, SessionSettings
+from webtier.errors import ConfigError, RedisUnavailable
+from webtier.pagerules import PageRequest, PageRules
 from webtier.rowsource import FunctionSource, Row, Source
 from webtier.sync import WebTier
 from webtier.timing import AccessTimer
@@ -174,3 +177,145 @@ def slowest(conn: Any, n: int = 100) -> list[tuple[str, float]]:
     """The ``n`` contexts with the highest average ``AccessTime`` this hour,
     slowest first: the reader of ``slowest:AccessTime`` the book leaves out."""
     return tier_for(conn).stats.slowest(n)
+
+
+# -- 2.5 item view ranking -----------------------------------------------------------------
+
+
+def rescale_viewed(conn: Any, once: bool = False, *, stop: threading.Event | None = None) -> None:
+    """The rescale daemon (Listing 2.10): once every 5 minutes keep the
+    20,000 most viewed items and halve every count. The printed listing keeps
+    the *least* viewed (SPEC.md); this keeps the most viewed. Periods follow
+    the Redis server's clock and each is rescaled at most once, however many
+    daemons run: ``once=True`` runs one pass, which does nothing if this
+    period was rescaled already."""
+    _daemon(conn, "ranking", once, stop)
+
+
+def top_viewed(conn: Any, n: int) -> list[tuple[str, float]]:
+    """The ``n`` most viewed items with their (rescaled) view counts, most
+    viewed first: a reader the book leaves out."""
+    return tier_for(conn).ranking.top(n)
+
+
+def view_rank(conn: Any, item: str) -> int | None:
+    """``item``'s place in the ranking, 0 = most viewed; None if it is not
+    ranked (never viewed, or trimmed by a rescale)."""
+    return tier_for(conn).ranking.rank(item)
+
+
+# -- 2.3 page cache ------------------------------------------------------------------------
+
+
+def can_cache(conn: Any, request: str) -> bool:
+    """Whether the page at URL ``request`` may be cached (Listing 2.8): an
+    item page (``item=<id>`` in its query), not dynamic (no ``_`` parameter),
+    whose item ranks in the top 10,000 most viewed."""
+    tier = tier_for(conn)
+    plan = PageRules().plan(tier.config, PageRequest.from_url(request))
+    if plan is None or plan.item is None:
+        return False
+    place = tier.ranking.rank(plan.item)
+    return place is not None and place < tier.config.pagecache.top
+
+
+def cache_request(conn: Any, request: str, callback: Callable[[str], str]) -> str:
+    """The page at URL ``request``: from the cache, or ``callback(request)``,
+    cached for 5 minutes when :func:`can_cache` allows (Listing 2.6). One
+    render across processes on a miss; rendered uncached if Redis is down."""
+    tier = tier_for(conn)
+    plan = PageRules().plan(tier.config, PageRequest.from_url(request))
+    if plan is None:
+        return callback(request)
+
+    def render() -> pagecache.Rendered:
+        content = callback(request).encode()
+        headers = (("content-length", str(len(content))),)
+        return pagecache.Rendered(200, headers, content, tier.config.pagecache.ttl)
+
+    try:
+        served = tier.pagecache.serve(plan, Call(render))
+    except RedisUnavailable:
+        return callback(request)
+    if served.page is not None:
+        return served.page.plain_body().decode()
+    assert served.rendered is not None
+    return served.rendered.body.decode()
+
+
+# -- 2.1-2.2 sessions and carts -----------------------------------------------------------
+
+# The book's LIMIT: keep the newest 10 million sessions.
+LIMIT = 10_000_000
+
+_session_tiers: weakref.WeakKeyDictionary[Any, WebTier] = weakref.WeakKeyDictionary()
+
+
+def _sessions_tier(conn: Any) -> WebTier:
+    """The tier for the book's session functions: strict mode off, so the
+    caller issues the tokens (``str(uuid.uuid4())``, as the book does) and
+    ``update_token`` creates the session it is given."""
+    with _lock:
+        tier = _session_tiers.get(conn)
+        if tier is None:
+            config = Config(sessions=SessionSettings(strict=False))
+            tier = _session_tiers[conn] = WebTier(conn, config)
+        return tier
+
+
+def check_token(conn: Any, token: str) -> str | None:
+    """The user of a login token, or ``None`` (Listing 2.1)."""
+    return _sessions_tier(conn).sessions.check(token)
+
+
+def update_token(conn: Any, token: str, user: str, item: str | None = None) -> None:
+    """Record the token's user and last-seen time, and the viewed ``item`` (the
+    newest 25 kept, the view counted in the item ranking), in one round trip
+    (Listings 2.2 and 2.9). Creates the session when it is new, as the book does."""
+    _sessions_tier(conn).sessions.touch(token, user=user, item=item)
+
+
+def _clean(conn: Any, limit: int, once: bool, stop: threading.Event | None) -> None:
+    base = _sessions_tier(conn)
+    config = dataclasses.replace(
+        base.config, sessions=dataclasses.replace(base.config.sessions, limit=limit)
+    )
+    tier = WebTier(conn, config)
+    if once:
+        tier.sessions.clean()
+        return
+    Worker(tier, [JOBS["sessions"]], stop=stop).run()
+
+
+def clean_sessions(
+    conn: Any, limit: int = LIMIT, once: bool = False, *, stop: threading.Event | None = None
+) -> None:
+    """The session cleaner (Listing 2.3): keep the newest ``limit`` sessions.
+    Never removes a session touched after it was picked (the book's race),
+    and removes a session whole: viewed items and cart too. ``once=True``
+    runs until the store is at or under the limit, then returns."""
+    _clean(conn, limit, once, stop)
+
+
+def clean_full_sessions(
+    conn: Any, limit: int = LIMIT, once: bool = False, *, stop: threading.Event | None = None
+) -> None:
+    """The cleaner that also deletes carts (Listing 2.5): carts live in their
+    session here, so this is :func:`clean_sessions`."""
+    _clean(conn, limit, once, stop)
+
+
+def add_to_cart(conn: Any, session: str, item: str, count: int) -> None:
+    """Set ``item``'s count in the session's cart; ``count <= 0`` removes it
+    (Listing 2.4)."""
+    _sessions_tier(conn).carts.set(session, item, count)
+
+
+def get_cart(conn: Any, session: str) -> dict[str, int]:
+    """The session's cart, item -> count: the reader the book leaves out."""
+    return _sessions_tier(conn).carts.get(session)
+
+
+def recently_viewed(conn: Any, token: str) -> list[str]:
+    """The token's recently viewed items, newest first: the reader the book leaves out."""
+    return _sessions_tier(conn).sessions.recently_viewed(token)

@@ -24,7 +24,7 @@ from pathlib import Path
 import click
 
 from webtier.bench.cli import bench
-from webtier.config import ACCESS_TIME, Config, RowSettings, StatsSettings
+from webtier.config import ACCESS_TIME, Config, RowSettings, SessionSettings, StatsSettings
 from webtier.connect import open as open_tier
 from webtier.embedded import EmbeddedRedis, default_data_dir
 from webtier.errors import WebtierError
@@ -306,3 +306,110 @@ def stats_slowest(ctx: click.Context, count: int, periods: int, by: str) -> None
             raise click.ClickException(str(error)) from error
     for context, score in ranked:
         click.echo(f"{score:12.6f}  {context}")
+
+
+# -- item view ranking -------------------------------------------------------------------
+
+
+@main.group()
+def ranking() -> None:
+    """Read the item view ranking."""
+
+
+@ranking.command("top")
+@click.option("-n", "count", default=20, show_default=True, help="How many items.")
+@pass_edge
+def ranking_top(edge: Edge, count: int) -> None:
+    """The most viewed items with their (rescaled) view counts, most viewed first."""
+    with edge.tier() as tier:
+        try:
+            ranked = tier.ranking.top(count)
+        except WebtierError as error:
+            raise click.ClickException(str(error)) from error
+    for place, (item, views) in enumerate(ranked):
+        click.echo(f"{place:6d}  {views:12.2f}  {item}")
+
+
+@ranking.command("rank")
+@click.argument("item")
+@pass_edge
+def ranking_rank(edge: Edge, item: str) -> None:
+    """ITEM's place in the ranking (0 = most viewed), or "not ranked"."""
+    with edge.tier() as tier:
+        try:
+            place = tier.ranking.rank(item)
+        except WebtierError as error:
+            raise click.ClickException(str(error)) from error
+    click.echo("not ranked" if place is None else str(place))
+
+
+# -- sessions and carts ------------------------------------------------------------------------
+
+
+@main.group()
+@click.option("--shards", default=64, show_default=True, help="Shards, as the app set them.")
+@click.pass_context
+def sessions(ctx: click.Context, shards: int) -> None:
+    """Inspect and clean the session store."""
+    try:
+        ctx.obj = (ctx.find_object(Edge), SessionSettings(shards=shards))
+    except WebtierError as error:
+        raise click.BadParameter(str(error)) from error
+
+
+@contextlib.contextmanager
+def _sessions_tier(ctx: click.Context) -> Iterator[WebTier]:
+    edge, settings = ctx.obj
+    with edge.tier() as tier:
+        try:
+            yield WebTier(tier.client, dataclasses.replace(tier.config, sessions=settings))
+        except WebtierError as error:
+            raise click.ClickException(str(error)) from error
+
+
+def _when(seconds: float | None) -> str:
+    return "-" if seconds is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+@sessions.command("stats")
+@click.pass_context
+def sessions_stats(ctx: click.Context) -> None:
+    """How many sessions there are, and when the oldest and newest were seen."""
+    with _sessions_tier(ctx) as tier:
+        found = tier.sessions.stats()
+    click.echo(
+        f"{found.sessions} sessions (busiest shard {found.busiest_shard}); "
+        f"oldest seen {_when(found.oldest)}, newest seen {_when(found.newest)}"
+    )
+
+
+@sessions.command("clean")
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=10_000_000, show_default=True,
+    help="Keep this many sessions, the most recently seen.",
+)  # fmt: skip
+@click.pass_context
+def sessions_clean(ctx: click.Context, limit: int) -> None:
+    """One cleaner pass: remove the least recently seen sessions beyond --limit."""
+    with _sessions_tier(ctx) as tier:
+        report = tier.sessions.clean(limit=limit)
+    click.echo(
+        f"{report.deleted} removed, {report.spared} spared (touched meanwhile), "
+        f"{report.remaining} left, in {report.seconds:.3f} s"
+    )
+
+
+@sessions.command("user")
+@click.argument("user")
+@click.option("--revoke-all", is_flag=True, help="End every session of USER.")
+@click.pass_context
+def sessions_user(ctx: click.Context, user: str, revoke_all: bool) -> None:
+    """List USER's sessions (public id, created, last seen), or end them all."""
+    with _sessions_tier(ctx) as tier:
+        if revoke_all:
+            click.echo(f"{tier.sessions.revoke_all(user)} sessions ended")
+            return
+        for session in tier.sessions.of_user(user):
+            click.echo(
+                f"{session.id}  created {_when(session.created)}  seen {_when(session.last_seen)}"
+            )

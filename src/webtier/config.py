@@ -213,6 +213,176 @@ class StatsSettings:
         object.__setattr__(self, "sub_buckets", sub_buckets_for(self.relative_error))
 
 
+# -- item view ranking -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RankingSettings:
+    """The item view ranking (Redis in Action 2.5) and its rescale."""
+
+    keep: int = 20_000  # most viewed items each rescale keeps (the book's 20,000)
+    factor: float = 0.5  # every view count is multiplied by it at each rescale (the book halves)
+    # Seconds of one rescale period (the book's 5 minutes). Periods are counted
+    # on the Redis server's clock, so workers whose clocks disagree still agree
+    # on the period, and at most one rescale happens in each.
+    interval: int = 300
+
+    def __post_init__(self) -> None:
+        _require(_is_int(self.keep) and 1 <= self.keep <= 100_000_000, "keep must be 1..100000000")
+        _require(
+            isinstance(self.factor, int | float)
+            and not isinstance(self.factor, bool)
+            and 0 < self.factor <= 1,
+            "factor must be a number in (0, 1]",
+        )
+        _require(
+            _is_int(self.interval) and 1 <= self.interval <= 7 * 86400,
+            "interval must be an int of seconds, 1..604800",
+        )
+
+
+# -- page cache ---------------------------------------------------------------------------
+
+# Query parameters that only trace where a visitor came from: the page is the
+# same without them, so they are dropped from cache keys. A name ending in
+# '*' drops every parameter starting with the rest.
+TRACKING_PARAMS = frozenset(
+    {
+        "utm_*",
+        "fbclid",
+        "gclid",
+        "dclid",
+        "gbraid",
+        "wbraid",
+        "msclkid",
+        "mc_cid",
+        "mc_eid",
+        "yclid",
+        "_ga",
+        "_gl",
+        "igshid",
+        "twclid",
+        "ttclid",
+        "li_fat_id",
+        "ref_src",
+    }
+)
+# Cookies that identify a user: a request carrying one is private.
+SESSION_COOKIES = frozenset({"webtier_session", "sessionid", "session"})
+
+
+@dataclass(frozen=True, slots=True)
+class PageCacheSettings:
+    """The page cache (Redis in Action 2.3): whole responses kept in Redis."""
+
+    ttl: float = 300.0  # seconds a page is fresh (the book's 5 minutes); a smaller max-age wins
+    top: int = 10_000  # item pages are cached when the item ranks in the top this many
+    jitter: float = 0.1  # each TTL is shortened by up to this fraction, at random
+    grace: float = 60.0  # seconds a stale page is still served while one worker renders it anew
+    lock_lease: float = 10.0  # seconds a render holds its lock; a dead holder frees it then
+    lock_wait: float = 5.0  # seconds a request waits for another's render before rendering itself
+    compress_min: int = 1024  # bytes: smaller bodies are stored as they are
+    max_body: int = 4 * 1024 * 1024  # bytes: larger responses are not stored
+    pass_ttl: float = 30.0  # seconds a page found not storable is rendered without waiting
+    max_pages_per_item: int = 1000  # pages of one item that can be cached (query variants)
+    # Pages are spread over this many hash tags (cluster slots): an item's pages
+    # by its id, others by their key. Keep it fixed for a deployment.
+    shards: int = 64
+    private_cookies: frozenset[str] = SESSION_COOKIES
+    ignored_params: frozenset[str] = TRACKING_PARAMS
+    item_param: str = "item"  # the query parameter naming an item page's item
+    dynamic_param: str = "_"  # a query parameter marking a page dynamic (never cached)
+    counters: bool = True  # count hits, misses and stale answers in the counters
+    error_interval: float = 60.0  # seconds between two log lines about Redis being unavailable
+
+    def __post_init__(self) -> None:
+        year = 365 * 86400
+        for name in ("ttl", "lock_lease", "pass_ttl", "error_interval"):
+            _require(
+                _is_seconds(getattr(self, name), 0.001, year),
+                f"{name} must be 0.001 to {year} seconds",
+            )
+        for name in ("grace", "lock_wait"):
+            _require(_is_seconds(getattr(self, name), 0, year), f"{name} must be 0 to {year} s")
+        _require(_is_seconds(self.jitter, 0, 0.5), "jitter must be 0 to 0.5 (a fraction of ttl)")
+        _require(_is_int(self.top) and self.top >= 0, "top must be an int >= 0")
+        for name in ("compress_min", "max_body", "max_pages_per_item"):
+            _require(
+                _is_int(getattr(self, name)) and getattr(self, name) >= 1, f"{name} must be >= 1"
+            )
+        _require(_is_int(self.shards) and 1 <= self.shards <= 16384, "shards must be 1..16384")
+        _require(isinstance(self.counters, bool), "counters must be True or False")
+        for name in ("private_cookies", "ignored_params"):
+            names = getattr(self, name)
+            _require(
+                isinstance(names, frozenset) and all(isinstance(n, str) and n for n in names),
+                f"{name} must be a frozenset of non-empty names",
+            )
+        for name in ("item_param", "dynamic_param"):
+            _require(
+                isinstance(getattr(self, name), str) and getattr(self, name),
+                f"{name} must be a name",
+            )
+        _require(self.item_param != self.dynamic_param, "item_param and dynamic_param must differ")
+
+
+# -- sessions and carts -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """Login sessions, recently viewed items and carts (Redis in Action 2.1-2.2)."""
+
+    # Keep only the newest `limit` sessions (the book's LIMIT); the cleaner
+    # ("sessions" worker job) removes the least recently seen beyond it.
+    limit: int = 10_000_000
+    # Sessions are spread over this many hash tags (cluster slots) by their
+    # token; each shard keeps its own recency index. Keep it fixed for a deployment.
+    shards: int = 64
+    viewed: int = 25  # recently viewed items kept per session (the book's 25)
+    idle_timeout: float = 0.0  # seconds without a touch before Redis drops a session (0: off)
+    absolute_timeout: float = 0.0  # seconds after creation a session ends (0: off)
+    # Every session key expires this long after its last touch even with the
+    # timeouts off, so a dead cleaner cannot let memory grow without bound.
+    backstop: float = 30 * 86400.0
+    # Only tokens webtier issued (tier.sessions.new) are accepted; off, any
+    # URL-safe token of 16-128 characters is (the book's uuid4 tokens).
+    strict: bool = True
+    # Sessions the cleaner removes per step, over all shards: about 80 a shard
+    # and script by default, a fraction of a millisecond of the server's time.
+    clean_batch: int = 5000
+    clean_interval: float = 1.0  # seconds between cleaner passes (the book's 1 s)
+    max_value_bytes: int = 4096  # one session data value, as JSON
+    max_data_bytes: int = 16384  # all data values of a session, as JSON
+    max_fields: int = 64  # data fields per session
+    cart_lines: int = 50  # distinct items per cart
+    cart_count: int = 1000  # most of one item in a cart
+
+    def __post_init__(self) -> None:
+        _require(_is_int(self.limit) and 0 <= self.limit <= 2**40, "limit must be 0..2**40")
+        _require(_is_int(self.shards) and 1 <= self.shards <= 4096, "shards must be 1..4096")
+        _require(_is_int(self.viewed) and 0 <= self.viewed <= 1000, "viewed must be 0..1000")
+        year = 365 * 86400
+        for name in ("idle_timeout", "absolute_timeout"):
+            _require(
+                _is_seconds(getattr(self, name), 0, 10 * year),
+                f"{name} must be 0 (off) to {10 * year} seconds",
+            )
+        _require(_is_seconds(self.backstop, 1, 10 * year), f"backstop must be 1 to {10 * year} s")
+        _require(isinstance(self.strict, bool), "strict must be True or False")
+        _require(
+            _is_int(self.clean_batch) and 1 <= self.clean_batch <= 100_000,
+            "clean_batch must be 1..100000",
+        )
+        _require(_is_seconds(self.clean_interval, 0.001, year), "clean_interval must be > 0")
+        for name in ("max_value_bytes", "max_data_bytes", "max_fields", "cart_lines"):
+            _require(_is_int(getattr(self, name)) and getattr(self, name) >= 1, f"{name} >= 1")
+        _require(
+            self.max_value_bytes <= self.max_data_bytes, "need max_value_bytes <= max_data_bytes"
+        )
+        _require(_is_int(self.cart_count) and 1 <= self.cart_count <= 2**31, "cart_count: 1..2**31")
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """Everything a :class:`~webtier.sync.WebTier` needs besides its client."""
@@ -222,6 +392,10 @@ class Config:
     counters: CounterSettings = field(default_factory=CounterSettings)
     rows: RowSettings = field(default_factory=RowSettings)
     stats: StatsSettings = field(default_factory=StatsSettings)
+    ranking: RankingSettings = field(default_factory=RankingSettings)
+    pagecache: PageCacheSettings = field(default_factory=PageCacheSettings)
+    # -- sessions and carts ---
+    sessions: SessionSettings = field(default_factory=SessionSettings)
     keys: Keyspace = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

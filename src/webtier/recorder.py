@@ -31,7 +31,7 @@ from webtier._keys import check_name
 from webtier._ops import counters
 from webtier._protocol import Op
 from webtier.config import Config
-from webtier.errors import ConfigError, OutcomeUnknown, RedisUnavailable
+from webtier.errors import ConfigError, OutcomeUnknown, RedisUnavailable, WebtierError
 
 log = logging.getLogger("webtier.recorder")
 
@@ -159,6 +159,12 @@ class _RecorderBase:
         self._tally = Tally(config.counters.granule, max_pending, wake.set)
         self.incr = self._tally.add
 
+    def _send(
+        self, entries: list[counters.Entry]
+    ) -> Op[list[tuple[list[counters.Entry], WebtierError | None]]]:
+        """The operation a flush runs (subclasses send sums elsewhere)."""
+        return counters.record_many(self._config, entries)
+
 
 class Recorder(_RecorderBase):
     """Batched recording for the sync API; flushes from a daemon thread.
@@ -193,7 +199,7 @@ class Recorder(_RecorderBase):
             entries = self._tally.take()
             if not entries:
                 return FlushReport(0, 0, 0)
-            return self._tally.settle(self._run(counters.record_many(self._config, entries)))
+            return self._tally.settle(self._run(self._send(entries)))
 
     def close(self) -> FlushReport:
         """Stop the thread and flush what is left (idempotent)."""
@@ -272,7 +278,7 @@ class AsyncRecorder(_RecorderBase):
             entries = self._tally.take()
             if not entries:
                 return FlushReport(0, 0, 0)
-            return self._tally.settle(await self._run(counters.record_many(self._config, entries)))
+            return self._tally.settle(await self._run(self._send(entries)))
 
     async def aclose(self) -> FlushReport:
         """Stop the task and flush what is left (idempotent). The task is

@@ -185,13 +185,29 @@ class RedisCluster:
     directory: Path
 
     @classmethod
-    def start(cls, binary: str | None = None, masters: int = 3, replicas: int = 1) -> RedisCluster:
+    def start(
+        cls,
+        binary: str | None = None,
+        masters: int = 3,
+        replicas: int = 1,
+        node_timeout: int = 10_000,
+    ) -> RedisCluster:
+        """Start and join ``masters`` masters with ``replicas`` replicas each.
+
+        ``node_timeout`` (ms) is how long a node may be silent before it is
+        failed over: the default rides out a loaded test machine's stalls;
+        tests of automatic failover pass a short one."""
         directory = Path(tempfile.mkdtemp(prefix="webtier-cluster-"))
         servers: list[RedisServer] = []
         try:
             for _ in range(masters * (1 + replicas)):
                 port = free_port(with_bus=True)
-                node_options = ["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"]
+                node_options = [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-node-timeout",
+                    str(node_timeout),
+                ]
                 node_options += ["--cluster-config-file", f"nodes-{port}.conf"]
                 servers.append(
                     RedisServer.start(binary, *node_options, port=port, directory=directory)

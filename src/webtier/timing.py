@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
@@ -26,6 +25,7 @@ from typing import Any, ParamSpec, TypeVar
 from webtier._keys import check_name
 from webtier._ops import stats
 from webtier._protocol import Op
+from webtier._throttle import Throttle
 from webtier.config import ACCESS_TIME, Config
 from webtier.errors import WebtierError
 
@@ -43,23 +43,16 @@ class FailureLog:
     must not write a line per request."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last = -REPORT_EVERY
-        self._missed = 0
+        self._throttle = Throttle(REPORT_EVERY)
 
     def failed(self, context: str, error: WebtierError) -> None:
-        with self._lock:
-            self._missed += 1
-            now = time.monotonic()
-            if now - self._last < REPORT_EVERY:
-                return
-            missed, self._missed, self._last = self._missed, 0, now
-        log.warning(
-            "access time not recorded (%d since the last report), e.g. %r: %s",
-            missed,
-            context,
-            error,
-        )
+        if missed := self._throttle.due():
+            log.warning(
+                "access time not recorded (%d since the last report), e.g. %r: %s",
+                missed,
+                context,
+                error,
+            )
 
 
 FAILURES = FailureLog()

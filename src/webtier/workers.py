@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webtier._ops import counters
+from webtier._ops import ranking as views
 from webtier._ops import row_refresh as refresh_ops
+from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier._protocol import Op
 from webtier.aio import WebTier as AsyncWebTier
@@ -109,9 +111,48 @@ def _refresh_rows(cfg: Config, pass_number: int) -> Op[Step]:
     return Step(delay, summary)
 
 
+# -- item view ranking -------------------------------------------------------------------
+
+# Seconds past the server's period boundary a rescaler wakes: a worker whose
+# clock runs a little ahead finds the period not begun yet and tries again.
+RESCALE_SLACK = 0.05
+
+
+def _rescale_views(cfg: Config, pass_number: int) -> Op[Step]:
+    report = yield from views.rescale(cfg)
+    delay = max(report.next_in, 0.0) + RESCALE_SLACK
+    if not report.done:  # another worker rescaled this period
+        return Step(delay, "")
+    summary = (
+        f"period from {report.period}: kept {report.left} items, removed {report.removed}, "
+        f"counts x{cfg.ranking.factor:g}"
+    )
+    return Step(delay, summary)
+
+
+# -- sessions and carts ---------------------------------------------------------------------
+
+# Steps per pass before the worker gets a turn to beat and to check for a stop.
+SESSION_STEPS = 100
+
+
+def _clean_sessions(cfg: Config, pass_number: int) -> Op[Step]:
+    report = yield from session_ops.clean(cfg, max_steps=SESSION_STEPS)
+    if not (report.deleted or report.spared):
+        return Step(cfg.sessions.clean_interval, "")
+    summary = (
+        f"{report.deleted} sessions removed, {report.spared} spared (touched meanwhile), "
+        f"{report.remaining} left, in {report.seconds:.3f} s"
+    )
+    # The book sleeps 1 s once under the limit; with work left, go on at once.
+    return Step(0.0 if report.more else cfg.sessions.clean_interval, summary)
+
+
 JOBS: dict[str, Job] = {
     "counters": Job("counters", _clean_counters),
     "rows": Job("rows", _refresh_rows),
+    "ranking": Job("ranking", _rescale_views),
+    "sessions": Job("sessions", _clean_sessions),
 }
 
 

@@ -6,13 +6,11 @@ itself; it never looks at a timing.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from webtier.bench.cli import bench
+from tests.integration.benchsmoke import run_smoke
 from webtier.testing import RedisServer
 
 pytestmark = pytest.mark.needs_redis
@@ -32,23 +30,5 @@ DB = 12
 
 
 def test_stats_bench_reports_every_row(servers: dict[str, RedisServer], tmp_path: Path) -> None:
-    server = servers["standalone"]
-    url = f"redis://127.0.0.1:{server.port}/{DB}"
-    out = tmp_path / "stats.json"
-    args = ["stats", "--url", url, "--seconds", "0.2", "--repeat", "1"]
-    args += ["--processes", "1,2", "--scale", "0.05", "--json", str(out), "--markdown"]
-
-    result = CliRunner().invoke(bench, args)
-
-    assert result.exit_code == 0, result.output
-    for row in ROWS:
-        assert f"| {row} |" in result.stdout
-    saved = json.loads(out.read_text())
-    assert {row["what"] for row in saved["rows"]} == set(ROWS)
+    saved = run_smoke(servers["standalone"], DB, tmp_path, "stats", ROWS, scale=0.05)
     assert {row["clients"] for row in saved["rows"] if row["what"] == "update_stats"} == {1, 2}
-    for db in (DB, DB + 1):  # flushed on the way out
-        client = server.client(db=db)
-        try:
-            assert client.dbsize() == 0
-        finally:
-            client.close()

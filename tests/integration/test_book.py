@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import webtier
-from tests.conftest import all_keys
 from webtier import book
 
 NOW = 1_700_000_000
-
-
-@pytest.fixture(params=[False, True], ids=["bytes", "decoded"])
-def conn(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Any]:
-    # The book's functions use webtier's default prefix: start from none of it.
-    client = webtier.connect(redis_url, decode_responses=request.param)
-    stale = all_keys(redis_url, "webtier:*")
-    for key in stale:
-        client.delete(key)
-    yield client
-    webtier.disconnect(client)
 
 
 def test_update_and_get_counter(conn: Any) -> None:

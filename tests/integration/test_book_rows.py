@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-import webtier
-from tests.conftest import all_keys
 from tests.integration.rowhelp import db_row, seed
 from webtier import book
-
-
-@pytest.fixture(params=[False, True], ids=["bytes", "decoded"])
-def conn(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Any]:
-    # The book's functions use webtier's default prefix: start from none of it.
-    client = webtier.connect(redis_url, decode_responses=request.param)
-    for key in all_keys(redis_url, "webtier:*"):
-        client.delete(key)
-    yield client
-    client.close()
 
 
 def test_schedule_cache_rows_once_and_get_cached_row(conn: Any) -> None:

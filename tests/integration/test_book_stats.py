@@ -4,27 +4,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-import webtier
-from tests.conftest import all_keys
 from webtier import book
 
 pytestmark = pytest.mark.usefixtures("steady_hour")
-
-
-@pytest.fixture(params=[False, True], ids=["bytes", "decoded"])
-def conn(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Any]:
-    """A plain redis-py client; the book's functions use the default prefix,
-    so start with none of its keys."""
-    client = webtier.connect(redis_url, decode_responses=request.param)
-    for key in all_keys(redis_url, "webtier:*"):
-        client.delete(key)
-    yield client
-    webtier.disconnect(client)
 
 
 def test_update_stats_returns_count_sum_and_sumsq(conn: Any) -> None:

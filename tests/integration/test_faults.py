@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import redis
@@ -18,6 +17,7 @@ import redis.asyncio
 from redis.crc import key_slot
 
 import webtier
+from tests.conftest import wait_for
 from webtier._keys import shard_of
 from webtier.config import Config, RetryPolicy
 from webtier.embedded import find_redis_server
@@ -108,12 +108,6 @@ def test_a_restart_mid_load_fails_cleanly_and_recovers(server: RedisServer) -> N
                 other.append(error)
                 return
 
-    def wait_for(check: Any, what: str) -> None:
-        deadline = time.monotonic() + 30
-        while not check():
-            assert time.monotonic() < deadline, what
-            time.sleep(0.02)
-
     loader = threading.Thread(target=load)
     loader.start()
     try:
@@ -167,7 +161,7 @@ def test_the_embedded_default_and_a_6_2_server_agree() -> None:
 
 @pytest.fixture(scope="module")
 def own_cluster() -> Iterator[RedisCluster]:
-    with RedisCluster.start() as running:
+    with RedisCluster.start(node_timeout=2000) as running:
         yield running
 
 

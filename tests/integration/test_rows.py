@@ -268,6 +268,14 @@ async def test_a_database_error_keeps_the_copy_and_the_rows_are_retried(
 # -- the write path: no older copy over a newer one ----------------------------------------
 
 
+async def wait_read(source: Instrumented) -> None:
+    """Wait for ``source`` to have queried, cancellably: if the load fails
+    instead, its task group cancels this wait and its error is reported
+    (a plain thread wait would hang the test run)."""
+    read = await anyio.to_thread.run_sync(source.read.wait, 60, abandon_on_cancel=True)
+    assert read, "the load never queried the database"
+
+
 async def while_loading(
     source: Instrumented, load: Callable[[], Awaitable[Any]], write: Callable[[], Awaitable[Any]]
 ) -> Any:
@@ -280,7 +288,7 @@ async def while_loading(
 
     async with anyio.create_task_group() as group:
         group.start_soon(run)
-        await anyio.to_thread.run_sync(source.read.wait)
+        await wait_read(source)
         await write()
         source.gate.set()
     return results[0]
@@ -357,10 +365,10 @@ async def test_refresh_now_fenced_by_a_newer_load_leaves_no_older_copy(
     async with anyio.create_task_group() as group:
         try:
             group.start_soon(refresh_now)
-            await anyio.to_thread.run_sync(now.read.wait)  # refresh_now read the new row
+            await wait_read(now)  # refresh_now read the new row
             await anyio.sleep(0.25)  # the row comes due: a worker takes a newer ticket
             group.start_soon(refresh_due)
-            await anyio.to_thread.run_sync(worker.read.wait)
+            await wait_read(worker)
             now.gate.set()  # refresh_now stores, fenced by the worker's newer ticket
             while "now" not in results:
                 await anyio.sleep(0.01)

@@ -221,17 +221,32 @@ async def test_slowest_by_a_percentile_spans_shards(tier_factory: Any, prefix: s
 async def test_slowest_over_several_periods_scores_them_merged(
     tier_factory: Any, prefix: str, redis_url: str
 ) -> None:
-    tier = tier_factory(Config(prefix=prefix, stats=StatsSettings(period=1, keep=3)))
-    await anyio.sleep(1.05 - server_time(redis_url) % 1)
-    await tier.stats.record("/a", ACCESS, 0.9)
-    await tier.stats.record("/b", ACCESS, 0.5)
-    await tier.stats.record("/gone", ACCESS, 2.0)
-    await anyio.sleep(1.0)
-    for _ in range(3):
-        await tier.stats.record("/a", ACCESS, 0.1)
-    await tier.stats.record("/b", ACCESS, 0.5)
-    assert [c for c, _ in await tier.stats.slowest(3)] == ["/b", "/a"]
-    merged = await tier.stats.slowest(3, periods=2)
+    # One-second periods: on a loaded machine a step can slip into the next
+    # period, so the scenario is retried (on fresh keys) until it ran as planned.
+    for attempt in range(10):
+        tier = tier_factory(
+            Config(prefix=f"{prefix}-{attempt}", stats=StatsSettings(period=1, keep=3))
+        )
+        await anyio.sleep(1.05 - server_time(redis_url) % 1)
+        first = [
+            await tier.stats.record(context, ACCESS, value)
+            for context, value in (("/a", 0.9), ("/b", 0.5), ("/gone", 2.0))
+        ]
+        await anyio.sleep(1.0)
+        second = [await tier.stats.record("/a", ACCESS, 0.1) for _ in range(3)]
+        second.append(await tier.stats.record("/b", ACCESS, 0.5))
+        current = await tier.stats.slowest(3)
+        merged = await tier.stats.slowest(3, periods=2)
+        starts = {r.start for r in first}, {r.start for r in second}
+        read_in = int(server_time(redis_url))
+        if (
+            len(starts[0]) == len(starts[1]) == 1
+            and min(starts[1]) == min(starts[0]) + 1 == read_in
+        ):
+            break
+    else:
+        pytest.fail("the machine was too slow to keep one-second periods apart")
+    assert [c for c, _ in current] == ["/b", "/a"]
     assert merged == [
         ("/gone", pytest.approx(2.0)),
         ("/b", pytest.approx(0.5)),

@@ -40,3 +40,35 @@ def test_bad_settings_fail_when_built(build: object) -> None:
 
 def test_config_builds_its_keyspace() -> None:
     assert Config(prefix="shop").keys.prefix == "shop"
+
+
+# -- item view ranking -------------------------------------------------------------------
+
+
+def test_ranking_defaults_are_the_books() -> None:
+    from webtier.config import RankingSettings
+
+    settings = Config().ranking
+    assert settings == RankingSettings()
+    assert (settings.keep, settings.factor, settings.interval) == (20_000, 0.5, 300)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"keep": 0},
+        {"keep": 2.5},
+        {"factor": 0},
+        {"factor": 1.5},
+        {"factor": float("nan")},
+        {"factor": True},
+        {"interval": 0},
+        {"interval": 0.5},
+        {"interval": 8 * 86400},
+    ],
+)
+def test_bad_ranking_settings_fail_when_built(settings: dict[str, object]) -> None:
+    from webtier.config import RankingSettings
+
+    with pytest.raises(ConfigError):
+        RankingSettings(**settings)  # type: ignore[arg-type]

@@ -210,3 +210,123 @@ def access_time(conn: Any, context: str) -> Iterator[None]:
     pipe.zadd("slowest:AccessTime", {context: average})
     pipe.zremrangebyrank("slowest:AccessTime", 0, -101)
     pipe.execute()
+
+
+# -- 2.5 item view ranking -----------------------------------------------------------------
+
+
+def count_view(conn: Any, item: str) -> None:
+    """The view counting line of Listing 2.9's ``update_token``: a ZINCRBY of
+    -1 on ``viewed:`` (lower scores rank first), one round trip per view."""
+    conn.zincrby("viewed:", -1, item)
+
+
+def ranked_in_top(conn: Any, item: str, limit: int = 10_000) -> bool:
+    """The admission test of Listing 2.11's ``can_cache`` for an item page:
+    ZRANK on ``viewed:``, one round trip per request."""
+    rank = conn.zrank("viewed:", item)
+    return rank is not None and rank < limit
+
+
+def rescale_viewed_pass(conn: Any) -> None:
+    """One pass of Listing 2.10's daemon, without its 300 s sleep: trim with
+    ZREMRANGEBYRANK and halve with ZINTERSTORE, two round trips, no fence. As
+    printed, the trim removes ranks 0..-20001 of the negated counts: it drops
+    the *most* viewed items and keeps the rest."""
+    conn.zremrangebyrank("viewed:", 0, -20001)
+    conn.zinterstore("viewed:", {"viewed:": 0.5})
+
+
+# -- 2.3 page cache --------------------------------------------------------------------
+# Listings 2.6 and 2.8 (with the helpers the book's test code defines).
+
+
+def extract_item_id(request: str) -> str | None:
+    from urllib.parse import parse_qs, urlparse
+
+    query = parse_qs(urlparse(request).query)
+    values = query.get("item")
+    return values[0] if values else None
+
+
+def is_dynamic(request: str) -> bool:
+    from urllib.parse import parse_qs, urlparse
+
+    query = parse_qs(urlparse(request).query)
+    return "_" in query
+
+
+def hash_request(request: str) -> str:
+    return str(hash(request))
+
+
+def can_cache(conn: Any, request: str) -> bool:
+    item_id = extract_item_id(request)
+    if not item_id or is_dynamic(request):
+        return False
+    rank = conn.zrank("viewed:", item_id)
+    return rank is not None and rank < 10000
+
+
+def cache_request(conn: Any, request: str, callback: Any) -> Any:
+    if not can_cache(conn, request):
+        return callback(request)
+    page_key = "cache:" + hash_request(request)
+    content = conn.get(page_key)
+    if not content:
+        content = callback(request)
+        conn.set(page_key, content, ex=300)  # setex(), deprecated in redis-py
+    return content
+
+
+# -- 2.1-2.2 sessions and carts -----------------------------------------------------------
+
+# Listing 2.3: keep the newest 10 million sessions.
+SESSION_LIMIT = 10_000_000
+
+
+def check_token(conn: Any, token: str) -> Any:
+    """Listing 2.1: HGET login: token."""
+    return conn.hget("login:", token)
+
+
+def update_token(conn: Any, token: str, user: str, item: str | None = None) -> None:
+    """Listings 2.2 and 2.9: HSET login:, ZADD recent:, and for an item ZADD
+    viewed:<token>, ZREMRANGEBYRANK (newest 25 kept), ZINCRBY viewed: -1:
+    five round trips, none of them atomic with the others."""
+    timestamp = time.time()
+    conn.hset("login:", token, user)
+    conn.zadd("recent:", {token: timestamp})
+    if item:
+        conn.zadd("viewed:" + token, {item: timestamp})
+        conn.zremrangebyrank("viewed:" + token, 0, -26)
+        conn.zincrby("viewed:", -1, item)
+
+
+def add_to_cart(conn: Any, session: str, item: str, count: int) -> None:
+    """Listing 2.4: HSET or HDEL cart:<session>."""
+    if count <= 0:
+        conn.hdel("cart:" + session, item)
+    else:
+        conn.hset("cart:" + session, item, count)
+
+
+def clean_full_sessions_step(conn: Any, limit: int = SESSION_LIMIT) -> int:
+    """Listing 2.5, one turn of the daemon's loop without its sleep: remove
+    up to 100 of the oldest tokens beyond ``limit``, with their viewed lists
+    and carts. Returns how many it removed. The race the book admits is
+    kept: a token touched between the ZRANGE and the deletes is deleted."""
+    size = conn.zcard("recent:")
+    if size <= limit:
+        return 0
+    end_index = min(size - limit, 100)
+    sessions = conn.zrange("recent:", 0, end_index - 1)
+    session_keys = []
+    for sess in sessions:
+        sess = sess.decode() if isinstance(sess, bytes) else sess
+        session_keys.append("viewed:" + sess)
+        session_keys.append("cart:" + sess)
+    conn.delete(*session_keys)
+    conn.hdel("login:", *sessions)
+    conn.zrem("recent:", *sessions)
+    return len(sessions)

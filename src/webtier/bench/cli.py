@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from webtier.bench import _render, counters, rowcache, stats
+from webtier.bench import _render, counters, rowcache, sessions, stats
+from webtier.bench import ranking as view_ranking
 from webtier.bench._harness import Harness, Settings
 from webtier.bench._results import Report, Row
 from webtier.errors import WebtierError
@@ -167,3 +168,37 @@ def rowcache_command(postgres_url: str | None, **options: Any) -> None:
 def stats_command(**options: Any) -> None:
     """Statistics: update_stats, access_time, histograms, slowest and memory, webtier vs book."""
     run_bench(stats.TITLE, stats.run, **options)
+
+
+# -- item view ranking -------------------------------------------------------------------
+
+
+@bench.command("ranking")
+@bench_options
+def ranking_command(**options: Any) -> None:
+    """View ranking: views direct and aggregated, admission checks cached and not, vs book."""
+    run_bench(view_ranking.TITLE, view_ranking.run, **options)
+
+
+# -- page cache ---------------------------------------------------------------------------
+
+
+@bench.command("pagecache")
+@bench_options
+def pagecache_command(**options: Any) -> None:
+    """Page cache: hits vs the book's cache_request and a bare GET; hits vs 20 ms renders
+    through uvicorn; a 200-request stampede."""
+    from webtier.bench import pagecache
+
+    run_bench(pagecache.TITLE, pagecache.run, **options)
+
+
+# -- sessions and carts ---
+
+
+@bench.command("sessions")
+@bench_options
+def sessions_command(**options: Any) -> None:
+    """Sessions and carts vs the book's listings 2.1-2.5 and 2.9: touch,
+    check, cleanup, memory per session."""
+    run_bench(sessions.TITLE, sessions.run, **options)

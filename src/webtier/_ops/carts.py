@@ -1,0 +1,70 @@
+"""Shopping carts (Redis in Action 2.2): item -> count, per session.
+
+A cart's lines are fields ``k:<item>`` of the session's own hash (see
+:mod:`webtier._ops.sessions`): a cart expires and is cleaned with its session
+and cannot outlive it, so no cleaner can leave an orphaned cart behind.
+"""
+
+from __future__ import annotations
+
+from webtier._keys import check_name
+from webtier._ops.sessions import Place, cart_of, fields_of, place, touch_request
+from webtier._protocol import Op, Request, ScriptCall, read, write
+from webtier._scripts import Script
+from webtier.config import Config
+from webtier.errors import InvalidInput
+from webtier.sessions import CartLimit, UnknownSession, new_session_id
+
+SET = Script.load("cart_set")
+CLEAR = Script.load("cart_clear")
+
+
+def _check_count(cfg: Config, count: object) -> int:
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise InvalidInput("count", f"must be an int, not {type(count).__name__}", count)
+    most = cfg.sessions.cart_count
+    if count > most:
+        raise CartLimit("count", f"must be at most {most} of one item", count)
+    return count
+
+
+def _maybe_create(cfg: Config, where: Place) -> tuple[Request, ...]:
+    # The book keeps carts apart from sessions, so add_to_cart works on any
+    # session id: outside strict mode, a cart write creates a missing session.
+    if cfg.sessions.strict:
+        return ()
+    return (touch_request(cfg, where, "any", None, None, new_session_id()),)
+
+
+def set(cfg: Config, token: str, item: str, count: int) -> Op[None]:
+    """Set ``item``'s count in the session's cart; ``count <= 0`` removes it
+    (the book's ``add_to_cart``). Raises :class:`~webtier.sessions.CartLimit`
+    past the per-line or per-cart limits, and
+    :class:`~webtier.sessions.UnknownSession` without a live session."""
+    where = place(cfg, token)
+    check_name("item", item)
+    value = _check_count(cfg, count)
+    call = ScriptCall(SET, (where.key,), (item, value, cfg.sessions.cart_lines))
+    request = write(where.route, call, idempotent=True)
+    created = _maybe_create(cfg, where)
+    if created:
+        request = write(where.route, *created[0].commands, call, idempotent=False)
+    ((*_, reply),) = yield (request,)
+    status = int(reply[0])
+    if status == 0:
+        raise UnknownSession("no live session has this token")
+    if status == -1:
+        raise CartLimit("item", f"the cart already holds {int(reply[1])} lines (the limit)", item)
+
+
+def get(cfg: Config, token: str) -> Op[dict[str, int]]:
+    """The session's cart, item -> count ({} without a live session)."""
+    where = place(cfg, token)
+    (reply,) = yield read(where.route, ("HGETALL", where.key))
+    return cart_of(fields_of(reply))
+
+
+def clear(cfg: Config, token: str) -> Op[None]:
+    """Empty the session's cart."""
+    where = place(cfg, token)
+    yield write(where.route, ScriptCall(CLEAR, (where.key,), ()), idempotent=True)

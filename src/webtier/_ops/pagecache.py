@@ -1,0 +1,378 @@
+"""The page cache (Redis in Action 2.3): whole responses kept in Redis.
+
+Layout, per shard (:class:`webtier._keys.PageShard`): one string per page
+(its copy, gzip-compressed when that pays), a render lock per page being
+rendered, a generation counter that every invalidation bumps, an index of
+the shard's pages and, per item, the set of its pages; index and sets hold
+each page's expiry, so they drop dead entries themselves.
+
+:func:`serve` answers one request: a lookup (one GET); on a miss, the
+admission read goes with the claim, and one render across all processes
+(``SET NX PX``: a lock with a lease, so a holder that dies frees it), the
+others wait briefly for it or get the stale copy during the grace window; the
+render is stored only if the holder still holds the lock and no invalidation
+happened meanwhile (the generation). A response that cannot be stored leaves
+a short "pass" note so that requests stop queueing behind its renders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import secrets
+import struct
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Literal
+
+from webtier._keys import PageShard, check_name, shard_of
+from webtier._protocol import Call, Gather, Op, Reply, Request, ScriptCall, read, text, write
+from webtier._scripts import Script
+from webtier.config import Config
+from webtier.errors import InvalidInput
+from webtier.pagerules import PageRequest, PageRules, Plan
+
+CLAIM = Script.load("pagecache_claim")
+STORE = Script.load("pagecache_store")
+RELEASE = Script.load("pagecache_release")
+
+Outcome = Literal["HIT", "MISS", "STALE"]
+
+# A request waiting for another's render looks again after 2 ms, then twice
+# as long each time, up to 50 ms.
+FIRST_PAUSE = 0.002
+LONGEST_PAUSE = 0.05
+# Invalidations delete this many pages per request.
+BATCH = 500
+
+_MAGIC = b"WPC1"
+_PASS = b"WPASS"  # "rendered, but not storable": render without waiting
+_HEADER = struct.Struct(">I")
+# Never stored with a page: they describe one connection or one answer.
+_NOT_STORED = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "content-length", "date", "age", "x-cache"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """A response the application produced.
+
+    ``ttl`` is how long it may be cached (seconds), None when it may not be:
+    the caller's policy decides, from its status and headers. ``sent`` is
+    True when it was streamed straight to the client (nothing to send)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    ttl: float | None
+    sent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A cached copy of a response."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes  # gzip-compressed when ``gzipped``
+    gzipped: bool
+    etag: str
+    stored: float  # epoch seconds
+    fresh_until: float  # epoch seconds
+
+    def plain_body(self) -> bytes:
+        return zlib.decompress(self.body, 31) if self.gzipped else self.body
+
+    def fresh(self, now: float) -> bool:
+        return now < self.fresh_until
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What :func:`serve` did: the page to answer with (a cached copy, or the
+    render just stored), or the render that could not be stored."""
+
+    outcome: Outcome
+    page: Page | None = None
+    rendered: Rendered | None = None
+
+
+# -- copies ---------------------------------------------------------------------------------
+
+
+def make_page(cfg: Config, rendered: Rendered, ttl: float, now: float) -> Page:
+    """The copy to store of ``rendered``: compressed when that saves a tenth or more."""
+    body = rendered.body
+    headers = stored_headers(rendered.headers)
+    etag = next((v for k, v in headers if k.lower() == "etag"), None)
+    if etag is None:
+        # Weak: the same tag names the plain and the gzip representation.
+        etag = 'W/"' + zlib.crc32(body).to_bytes(4, "big").hex() + f'{len(body):x}"'
+        headers = (*headers, ("etag", etag))
+    gzipped = False
+    encoded = any(k.lower() == "content-encoding" for k, _ in headers)
+    if not encoded and len(body) >= cfg.pagecache.compress_min:
+        packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+        packed = packer.compress(body) + packer.flush()
+        if len(packed) <= len(body) * 0.9:
+            body, gzipped = packed, True
+    return Page(rendered.status, headers, body, gzipped, etag, now, now + ttl)
+
+
+def stored_headers(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((k.lower(), v) for k, v in headers if k.lower() not in _NOT_STORED)
+
+
+def encode(page: Page) -> bytes:
+    meta = json.dumps(
+        {
+            "s": page.status,
+            "h": page.headers,
+            "z": page.gzipped,
+            "e": page.etag,
+            "t": page.stored,
+            "f": page.fresh_until,
+        },
+        separators=(",", ":"),
+    ).encode()
+    return b"".join((_MAGIC, _HEADER.pack(len(meta)), meta, page.body))
+
+
+def decode(copy: bytes) -> Page | None:
+    """The page of a stored copy; None for a pass note or an unknown format."""
+    if not copy.startswith(_MAGIC):
+        return None
+    start = len(_MAGIC) + _HEADER.size
+    (length,) = _HEADER.unpack_from(copy, len(_MAGIC))
+    meta = json.loads(copy[start : start + length])
+    headers = tuple((str(k), str(v)) for k, v in meta["h"])
+    body = copy[start + length :]
+    return Page(meta["s"], headers, body, meta["z"], meta["e"], meta["t"], meta["f"])
+
+
+# -- serving ------------------------------------------------------------------------------
+
+
+def _pause(seconds: float) -> Call:
+    return Call(partial(time.sleep, seconds), partial(asyncio.sleep, seconds))
+
+
+def serve(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
+    """Answer a request the rules found cacheable: from the cache, or by
+    ``render`` (a :class:`Call` returning a :class:`Rendered`), storing it.
+
+    A hit is one ``GET``. Admission (the item's rank) is read on a miss, in
+    the same round trip as the claim, which looks the page up again."""
+    copy = yield from lookup(cfg, plan)
+    return (yield from answer(cfg, plan, render, copy))
+
+
+def lookup(cfg: Config, plan: Plan) -> Op[bytes | None]:
+    """The stored copy of the page (or pass note), if any: one ``GET``."""
+    (copy,) = yield read(plan.shard.route, ("GET", plan.shard.page(plan.digest)))
+    return copy  # type: ignore[no-any-return]
+
+
+def answer(cfg: Config, plan: Plan, render: Call, copy: bytes | None) -> Op[Served]:
+    """:func:`serve` after its lookup found ``copy``."""
+    if copy is None:
+        return (yield from _single_flight(cfg, plan, render))
+    page = decode(copy)
+    if page is None:  # a pass note: not storable, render without waiting
+        return Served("MISS", rendered=(yield render))
+    if page.fresh(time.time()):
+        return Served("HIT", page)
+    return (yield from _revalidate(cfg, plan, render, page))
+
+
+def _claim(cfg: Config, plan: Plan, mode: str, token: str) -> Request:
+    shard, digest = plan.shard, plan.digest
+    keys = (shard.page(digest), shard.lock(digest), shard.gen)
+    lease = round(cfg.pagecache.lock_lease * 1000)
+    # Sent again after a lost reply it finds its own lock and waits: slower, never wrong.
+    return write(shard.route, ScriptCall(CLAIM, keys, (mode, token, lease)), idempotent=True)
+
+
+def _admitted_claim(cfg: Config, plan: Plan, mode: str, token: str) -> Op[tuple[Reply, bool]]:
+    """The claim's reply, and whether the page may be cached at all: the
+    admission reads go with the claim (on Cluster, to their own slots at
+    the same time)."""
+    claim = _claim(cfg, plan, mode, token)
+    if plan.item is None or plan.admission is None:
+        (reply,) = yield claim
+        return reply, True
+    extra = plan.admission.requests(cfg, plan.item)
+    if not extra:
+        (reply,) = yield claim
+        return reply, plan.admission.admits(cfg, plan.item, [])
+    replies = yield (claim, *extra)
+    return replies[0][0], plan.admission.admits(cfg, plan.item, replies[1:])
+
+
+def _not_admitted(plan: Plan, render: Call, reply: Reply, token: str) -> Op[Served]:
+    if text(reply[0]) == "render":
+        yield _release(plan, token)
+    return Served("MISS", rendered=(yield render))
+
+
+def _revalidate(cfg: Config, plan: Plan, render: Call, stale: Page) -> Op[Served]:
+    token = secrets.token_hex(8)
+    reply, admitted = yield from _admitted_claim(cfg, plan, "stale", token)
+    if not admitted:  # no longer popular: render, and let the copy expire
+        return (yield from _not_admitted(plan, render, reply, token))
+    if text(reply[0]) == "render":
+        return (yield from _render_and_store(cfg, plan, render, token, text(reply[1])))
+    return Served("STALE", stale)  # another worker is rendering it
+
+
+def _single_flight(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
+    token = secrets.token_hex(8)
+    deadline = time.monotonic() + cfg.pagecache.lock_wait
+    pause = FIRST_PAUSE
+    reply, admitted = yield from _admitted_claim(cfg, plan, "miss", token)
+    while True:
+        kind = text(reply[0])
+        if kind == "hit":
+            page = decode(reply[1])
+            if page is None:  # not storable: render without the cache
+                return Served("MISS", rendered=(yield render))
+            return Served("HIT" if page.fresh(time.time()) else "STALE", page)
+        if not admitted:
+            return (yield from _not_admitted(plan, render, reply, token))
+        if kind == "render":
+            return (yield from _render_and_store(cfg, plan, render, token, text(reply[1])))
+        if time.monotonic() >= deadline:
+            return Served("MISS", rendered=(yield render))
+        yield _pause(min(pause, max(deadline - time.monotonic(), 0.0)))
+        pause = min(pause * 2, LONGEST_PAUSE)
+        (reply,) = yield _claim(cfg, plan, "miss", token)
+
+
+def _store(
+    cfg: Config, plan: Plan, token: str, generation: str, copy: bytes, life: float
+) -> Request:
+    shard, digest = plan.shard, plan.digest
+    item = shard.item(plan.item) if plan.item is not None else shard.pages
+    keys = (shard.page(digest), shard.lock(digest), shard.gen, shard.pages, item)
+    args = (
+        token,
+        generation,
+        copy,
+        max(1, round(life * 1000)),
+        cfg.pagecache.max_pages_per_item,
+        digest,
+        "0" if plan.item is None else "1",
+    )
+    # Sent twice, the second finds the lock released and stores nothing.
+    return write(shard.route, ScriptCall(STORE, keys, args), idempotent=True)
+
+
+def _release(plan: Plan, token: str) -> Gather:
+    shard, digest = plan.shard, plan.digest
+    call = ScriptCall(RELEASE, (shard.lock(digest),), (token,))
+    return Gather((write(shard.route, call, idempotent=True),))
+
+
+def _render_and_store(
+    cfg: Config, plan: Plan, render: Call, token: str, generation: str
+) -> Op[Served]:
+    try:
+        rendered: Rendered = yield render
+    except BaseException:
+        yield _release(plan, token)  # a failure is reported, never raised over the app's
+        raise
+    settings = cfg.pagecache
+    if rendered.ttl is None or rendered.sent or len(rendered.body) > settings.max_body:
+        if rendered.status >= 500:
+            yield _release(plan, token)  # may pass; the next request tries again
+        else:
+            yield _store(cfg, plan, token, generation, _PASS, settings.pass_ttl)
+        return Served("MISS", rendered=rendered)
+    now = time.time()
+    fresh = min(rendered.ttl, plan.ttl) * (1 - random.uniform(0, settings.jitter))
+    page = make_page(cfg, rendered, fresh, now)
+    yield _store(cfg, plan, token, generation, encode(page), fresh + settings.grace)
+    return Served("MISS", page)
+
+
+# -- invalidation ---------------------------------------------------------------------------
+
+
+def invalidate(
+    cfg: Config,
+    url: str,
+    headers: Mapping[str, str] | None = None,
+    rules: PageRules | None = None,
+) -> Op[None]:
+    """Drop the cached page of a GET of ``url`` (with ``headers``, for the
+    route's vary headers) under ``rules`` (default: the book's)."""
+    plan = (rules or PageRules()).plan(cfg, PageRequest.from_url(url, headers))
+    if plan is None:
+        raise InvalidInput("url", "is not cacheable under these rules", url)
+    yield from invalidate_plan(cfg, plan)
+
+
+def invalidate_plan(cfg: Config, plan: Plan) -> Op[None]:
+    """Drop one page (one key: one URL with one set of vary header values)."""
+    shard, digest = plan.shard, plan.digest
+    commands: list[tuple[str | int | bytes, ...]] = [
+        ("INCR", shard.gen),  # fences a render of it in flight
+        ("UNLINK", shard.page(digest)),
+        ("ZREM", shard.pages, digest),
+    ]
+    if plan.item is not None:
+        commands.append(("ZREM", shard.item(plan.item), digest))
+    yield write(shard.route, *commands, idempotent=True)
+
+
+def invalidate_item(cfg: Config, item: str) -> Op[int]:
+    """Drop every cached page of ``item``; returns how many there were."""
+    check_name("item", item)
+    shard = cfg.keys.page_shard(shard_of(item, cfg.pagecache.shards))
+    _, digests = yield write(
+        shard.route, ("INCR", shard.gen), ("ZRANGE", shard.item(item), 0, -1), idempotent=True
+    )
+    yield from _drop(shard, [text(d) for d in digests], (shard.item(item),))
+    return len(digests)
+
+
+def invalidate_all(cfg: Config) -> Op[int]:
+    """Drop every cached page (of this prefix); returns how many there were.
+
+    Every shard's generation is bumped first, so a render in flight cannot
+    store a page from before the call."""
+    shards = [cfg.keys.page_shard(n) for n in range(cfg.pagecache.shards)]
+    replies = yield tuple(
+        write(s.route, ("INCR", s.gen), ("ZCARD", s.pages), idempotent=True) for s in shards
+    )
+    dropped = 0
+    for shard, (_, count) in zip(shards, replies, strict=True):
+        left = int(count)  # bounded: pages stored after the bump may keep coming
+        while left > 0:
+            (batch,) = yield read(shard.route, ("ZRANGE", shard.pages, 0, BATCH - 1))
+            if not batch:
+                break
+            yield from _drop(shard, [text(d) for d in batch], ())
+            left -= len(batch)
+            dropped += len(batch)
+    return dropped
+
+
+def _drop(shard: PageShard, digests: Sequence[str], also: Sequence[str]) -> Op[None]:
+    for start in range(0, max(len(digests), 1), BATCH):
+        chunk = digests[start : start + BATCH]
+        commands: list[tuple[str | bytes | int, ...]] = []
+        if chunk:
+            commands += [
+                ("UNLINK", *(shard.page(d) for d in chunk)),
+                ("ZREM", shard.pages, *chunk),
+            ]
+        if start + BATCH >= len(digests) and also:
+            commands.append(("UNLINK", *also))
+        if commands:
+            yield write(shard.route, *commands, idempotent=True)

@@ -1,0 +1,128 @@
+"""Item view ranking (Redis in Action 2.5).
+
+Every item view adds to the item's score in one zset, ``<prefix>:{v}:viewed``.
+Other capabilities count views through :func:`view_requests`, which they send
+in the same round trip as their own requests (the book counts the view inside
+``update_token``). Once a period (:class:`~webtier.config.RankingSettings`)
+:func:`rescale` keeps the most viewed items and halves every count; see
+docs/ranking.md for the layout, the rescale's fence and the hot key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from webtier._keys import check_name
+from webtier._protocol import Gather, Op, Reply, Request, ScriptCall, pairs, read, text, write
+from webtier._scripts import Script
+from webtier.config import Config
+from webtier.errors import InvalidInput, WebtierError
+
+RESCALE = Script.load("ranking_rescale")
+
+Entry = tuple[str, int]  # item, views
+
+
+def view_requests(cfg: Config, item: str, views: int = 1) -> tuple[Request, ...]:
+    """The requests that count ``views`` views of ``item`` (checked first).
+
+    Not idempotent: a lost reply is not sent again, as a view counted twice is
+    worse than one missed."""
+    check_name("item", item)
+    return (
+        write(cfg.keys.ranking_route, ("ZINCRBY", cfg.keys.viewed, views, item), idempotent=False),
+    )
+
+
+def record_view(cfg: Config, item: str) -> Op[None]:
+    """Count one view of ``item``."""
+    yield view_requests(cfg, item)
+
+
+def send(requests: tuple[Request, ...]) -> Op[None]:
+    """Send what :func:`view_requests` returned (nothing when it was empty)."""
+    if requests:
+        yield requests
+
+
+def record_many(
+    cfg: Config, entries: Sequence[Entry]
+) -> Op[list[tuple[list[Entry], WebtierError | None]]]:
+    """Add already-checked ``(item, views)`` sums in one round trip (the
+    aggregator's flush). Returns the entries with ``None``, or the error that
+    stopped them: a :class:`~webtier.errors.RedisUnavailable` that is not an
+    ``OutcomeUnknown`` means nothing was applied."""
+    if not entries:
+        return []
+    keys = cfg.keys
+    commands = tuple(("ZINCRBY", keys.viewed, views, item) for item, views in entries)
+    (reply,) = yield Gather((write(keys.ranking_route, *commands, idempotent=False),))
+    return [(list(entries), reply if isinstance(reply, WebtierError) else None)]
+
+
+def rank_request(cfg: Config, item: str) -> Request:
+    """The read whose one reply :func:`decode_rank` turns into ``item``'s place,
+    for operations that need the rank in their own round trip (page cache)."""
+    check_name("item", item)
+    return read(cfg.keys.ranking_route, ("ZREVRANK", cfg.keys.viewed, item))
+
+
+def decode_rank(reply: Reply) -> int | None:
+    return None if reply is None else int(reply)
+
+
+def rank(cfg: Config, item: str) -> Op[int | None]:
+    """``item``'s place in the ranking, 0 = most viewed; None if never viewed."""
+    (place,) = yield rank_request(cfg, item)
+    return decode_rank(place)
+
+
+def top(cfg: Config, n: int = 10) -> Op[list[tuple[str, float]]]:
+    """The ``n`` most viewed items with their view counts, most viewed first."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InvalidInput("n", "must be an int >= 0", n)
+    if n == 0:
+        return []
+    (reply,) = yield read(
+        cfg.keys.ranking_route, ("ZREVRANGE", cfg.keys.viewed, 0, n - 1, "WITHSCORES")
+    )
+    return [(text(item), float(score)) for item, score in pairs(reply)]
+
+
+def top_items(cfg: Config, n: int) -> Op[list[str]]:
+    """The ``n`` most viewed items, most viewed first, without their counts."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidInput("n", "must be an int >= 1", n)
+    (reply,) = yield read(cfg.keys.ranking_route, ("ZREVRANGE", cfg.keys.viewed, 0, n - 1))
+    return [text(item) for item in reply]
+
+
+# -- rescale ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RescaleReport:
+    """What one call of :func:`rescale` found or did."""
+
+    done: bool  # True: this call rescaled; False: the period was rescaled already
+    period: int  # start of the server's current period, seconds since the epoch
+    removed: int  # items trimmed off the ranking
+    left: int  # items left in it (0 when not done)
+    next_in: float  # seconds until the next period begins, by the server's clock
+
+
+def rescale(cfg: Config) -> Op[RescaleReport]:
+    """Keep the ``keep`` most viewed items and multiply every count by
+    ``factor``, unless the current period (server clock) was rescaled
+    already: safe to run from any number of workers at once."""
+    settings, keys = cfg.ranking, cfg.keys
+    factor = "1" if settings.factor == 1 else repr(float(settings.factor))
+    call = ScriptCall(
+        RESCALE, (keys.viewed, keys.rescaled), (settings.interval, settings.keep, factor)
+    )
+    # Fenced by period, so sending it again after a lost reply is harmless.
+    ((done, period, removed, left, next_ms),) = yield write(
+        keys.ranking_route, call, idempotent=True
+    )
+    return RescaleReport(bool(done), int(period), int(removed), int(left), int(next_ms) / 1000)

@@ -1,0 +1,30 @@
+"""Rate limiting of repeated log lines: during an outage every request fails
+the same way, and a line per request would drown the log."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+
+class Throttle:
+    """Counts events and says when to log: the first at once, then at most
+    once per ``every`` seconds (thread-safe)."""
+
+    def __init__(self, every: float) -> None:
+        self._every = every
+        self._lock = threading.Lock()
+        self._last = -float("inf")
+        self._count = 0
+
+    def due(self) -> int:
+        """Count one event. Return how many events a line logged now stands
+        for (this one and those not logged since the last line), or 0 when
+        it is too soon to log."""
+        with self._lock:
+            self._count += 1
+            now = time.monotonic()
+            if now - self._last < self._every:
+                return 0
+            count, self._count, self._last = self._count, 0, now
+            return count

@@ -1,0 +1,231 @@
+"""The item view ranking's hot key, seen from the client.
+
+Every view of every item adds to one zset, so on Redis Cluster one slot
+takes the whole site's view traffic. Two client-side helpers take most of it
+off that slot (docs/ranking.md has the figures):
+
+* :class:`ViewAggregator` / :class:`AsyncViewAggregator` sum views in
+  process and send the sums every ``flush_interval`` seconds, one ZINCRBY per
+  distinct item in one round trip. They are the counters'
+  :class:`~webtier.recorder.Recorder` with another flush. While one is open,
+  ``tier.ranking.view_requests(item)`` (the hook sessions count views
+  through) and ``tier.ranking.record_view(item)`` count in process.
+* :class:`TopItems` / :class:`AsyncTopItems` keep a copy of the N most viewed
+  items, refreshed every ``refresh`` seconds, so an admission test ("is this
+  item in the top 10,000?") costs a dict lookup instead of a ZREVRANK.
+
+What they trade: views reach the ranking up to ``flush_interval`` late (and
+a crash loses at most that much of them); the cached top set is up to
+``refresh`` seconds old. The ranking is halved every 5 minutes, so neither
+changes what it says in any way that matters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from webtier._ops import counters
+from webtier._ops import ranking as views
+from webtier._protocol import Op, Request
+from webtier.config import Config
+from webtier.errors import ConfigError, InvalidInput, WebtierError
+from webtier.recorder import AsyncRecorder, Recorder
+
+log = logging.getLogger("webtier.ranking")
+
+
+# -- in-process aggregation of views --------------------------------------------------
+
+
+def _send_views(
+    cfg: Config, entries: list[counters.Entry]
+) -> Op[list[tuple[list[counters.Entry], WebtierError | None]]]:
+    """Flush the recorder's (item, views, time) sums as one ZINCRBY per item."""
+    summed: dict[str, int] = {}
+    for item, count, _ in entries:
+        summed[item] = summed.get(item, 0) + count
+    results = yield from views.record_many(cfg, [(i, n) for i, n in summed.items() if n])
+    # One request carries every item: its outcome is every entry's.
+    return [(entries, error) for _, error in results]
+
+
+class ViewAggregator(Recorder):
+    """Views summed in process and flushed from a daemon thread: open one
+    with ``tier.ranking.aggregator()``; ``incr(item)`` counts one view."""
+
+    def _send(
+        self, entries: list[counters.Entry]
+    ) -> Op[list[tuple[list[counters.Entry], WebtierError | None]]]:
+        return _send_views(self._config, entries)
+
+
+class AsyncViewAggregator(AsyncRecorder):
+    """Views summed in process and flushed from an asyncio task: open one
+    with ``tier.ranking.aggregator()`` inside a running loop."""
+
+    def _send(
+        self, entries: list[counters.Entry]
+    ) -> Op[list[tuple[list[counters.Entry], WebtierError | None]]]:
+        return _send_views(self._config, entries)
+
+
+def count_view(
+    aggregator: ViewAggregator | AsyncViewAggregator | None, cfg: Config, item: str
+) -> tuple[Request, ...]:
+    """What ``tier.ranking.view_requests`` does: count in ``aggregator`` while
+    it is open (nothing left to send), else return the ZINCRBY to send."""
+    if aggregator is not None:
+        try:
+            aggregator.incr(item)
+        except RuntimeError:  # closed meanwhile: count in Redis directly
+            pass
+        else:
+            return ()
+    return views.view_requests(cfg, item)
+
+
+# -- the client-side top N ---------------------------------------------------------------
+
+
+class _TopBase:
+    """What the sync and asyncio top sets share: the copy and its checks."""
+
+    def __init__(self, config: Config, n: int, refresh: float) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
+            raise ConfigError("n must be an int, 1..1000000")
+        if not (isinstance(refresh, int | float) and 0 < refresh <= 86400):
+            raise ConfigError("refresh must be 0 to 86400 seconds")
+        self._config, self.n, self.refresh = config, n, refresh
+        self._ranks: dict[str, int] = {}
+        self.loaded_at: float | None = None  # time.monotonic() of the last load
+        self._failing = False
+
+    def rank(self, item: str) -> int | None:
+        """``item``'s place (0 = most viewed) as of the last refresh, or None
+        if it was not among the ``n`` most viewed."""
+        return self._ranks.get(item)
+
+    def admits(self, item: str, top: int | None = None) -> bool:
+        """Whether ``item`` was among the ``top`` (default ``n``) most viewed
+        at the last refresh. False before the first load succeeds."""
+        if top is None:
+            top = self.n
+        elif isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= self.n:
+            raise InvalidInput("top", f"must be 0..{self.n}, the size of this set", top)
+        rank = self._ranks.get(item)
+        return rank is not None and rank < top
+
+    def __len__(self) -> int:
+        return len(self._ranks)
+
+    def _load(self) -> Op[None]:
+        items = yield from views.top_items(self._config, self.n)
+        # One assignment: readers see the old copy or the new one, never a mix.
+        self._ranks = {item: place for place, item in enumerate(items)}
+        self.loaded_at = time.monotonic()
+
+    def _outcome(self, error: WebtierError | None) -> bool:
+        # An outage is logged when it starts and when it ends, not per refresh;
+        # meanwhile the last copy keeps answering.
+        if error is None:
+            if self._failing:
+                log.warning("top %d items: refreshed again", self.n)
+            self._failing = False
+            return True
+        if not self._failing:
+            log.warning("top %d items: refresh failed, keeping the last copy: %s", self.n, error)
+        self._failing = True
+        return False
+
+
+class TopItems(_TopBase):
+    """A copy of the ``n`` most viewed items, refreshed by a daemon thread
+    every ``refresh`` seconds: open one with ``tier.ranking.top_items()``.
+    Loaded once before the constructor returns (if Redis answers)."""
+
+    def __init__(
+        self, run: Callable[[Op[Any]], Any], config: Config, n: int, refresh: float
+    ) -> None:
+        super().__init__(config, n, refresh)
+        self._run = run
+        self._closed = threading.Event()
+        self.refresh_now()
+        self._thread = threading.Thread(target=self._loop, name="webtier-top-items", daemon=True)
+        self._thread.start()
+
+    def refresh_now(self) -> bool:
+        """Load the set now; False (and the last copy kept) if Redis failed."""
+        try:
+            self._run(self._load())
+        except WebtierError as error:
+            return self._outcome(error)
+        return self._outcome(None)
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._closed.wait(self.refresh):
+            try:
+                self.refresh_now()
+            except Exception:  # the thread must outlive a bug in one refresh
+                log.exception("top items refresh failed")
+
+    def __enter__(self) -> TopItems:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncTopItems(_TopBase):
+    """A copy of the ``n`` most viewed items, refreshed by an asyncio task
+    every ``refresh`` seconds: create it in a running loop with
+    ``tier.ranking.top_items()``; the task loads it at once (``await
+    refresh_now()`` to wait for a copy)."""
+
+    def __init__(
+        self,
+        run: Callable[[Op[Any]], Coroutine[Any, Any, Any]],
+        config: Config,
+        n: int,
+        refresh: float,
+    ) -> None:
+        super().__init__(config, n, refresh)
+        self._run = run
+        self._closed = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name="webtier-top-items")
+
+    async def refresh_now(self) -> bool:
+        try:
+            await self._run(self._load())
+        except WebtierError as error:
+            return self._outcome(error)
+        return self._outcome(None)
+
+    async def aclose(self) -> None:
+        self._closed.set()
+        await self._task
+
+    async def _loop(self) -> None:
+        while not self._closed.is_set():
+            try:
+                await self.refresh_now()
+            except Exception:
+                log.exception("top items refresh failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closed.wait(), self.refresh)
+
+    async def __aenter__(self) -> AsyncTopItems:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,63 @@
+-- Log a session in: move it to a new token (session fixation defence) with
+-- its data and viewed items, set its user and its merged cart, atomically.
+-- Both tokens are in one shard, so in one slot (the caller picks the new
+-- token so).
+--
+-- KEYS[1] = the session under its old token (hash; see session_touch.lua)
+-- KEYS[2] = the session under its new token
+-- KEYS[3] = the shard's recency index (zset token -> last seen, server µs)
+-- ARGV[1] = old token, ARGV[2] = new token, ARGV[3] = user
+-- ARGV[4] = idle timeout ms (0: off), ARGV[5] = absolute timeout ms (0: off),
+-- ARGV[6] = backstop ms
+-- ARGV[7] = E, the number of cart lines the caller read from the old session;
+-- ARGV[8 .. 7 + 2E] = those lines, item and count
+-- ARGV[8 + 2E ..] = the merged cart the session gets, item and count
+-- Returns {1, previous user or ''} when done; {0} when there is no session;
+-- {-2} when the new token is taken; {-3} when the cart changed since the
+-- caller read it (nothing written: read again and retry).
+
+local old, new, recent = KEYS[1], KEYS[2], KEYS[3]
+if redis.call('EXISTS', old) == 0 then
+  redis.call('ZREM', recent, ARGV[1])
+  return {0}
+end
+if redis.call('EXISTS', new) == 1 then return {-2} end
+
+local expected = tonumber(ARGV[7])
+local lines = {}
+local fields = redis.call('HGETALL', old)
+for i = 1, #fields, 2 do
+  local name = fields[i]
+  if #name > 1 and string.byte(name) == 107 then lines[name] = fields[i + 1] end -- 'k'
+end
+local held = 0
+for _ in pairs(lines) do held = held + 1 end
+if held ~= expected then return {-3} end
+for i = 8, 7 + 2 * expected, 2 do
+  if lines['k' .. ARGV[i]] ~= ARGV[i + 1] then return {-3} end
+end
+
+local previous = redis.call('HGET', old, 'u') or ''
+redis.call('RENAME', old, new)
+for field in pairs(lines) do redis.call('HDEL', new, field) end
+for i = 8 + 2 * expected, #ARGV, 2 do redis.call('HSET', new, 'k' .. ARGV[i], ARGV[i + 1]) end
+
+local time = redis.call('TIME')
+local now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local now_ms = math.floor(now_us / 1000)
+-- A login starts the authenticated session: the absolute timeout counts from it.
+redis.call('HSET', new, 'u', ARGV[3], 'c', now_ms)
+
+-- Above every score of the shard, as a touch (session_touch.lua).
+local seen = now_us
+local top = redis.call('ZREVRANGE', recent, 0, 0, 'WITHSCORES')[2]
+if top and tonumber(top) >= seen then seen = tonumber(top) + 1 end
+redis.call('ZREM', recent, ARGV[1])
+redis.call('ZADD', recent, string.format('%.0f', seen), ARGV[2])
+
+local idle, absolute = tonumber(ARGV[4]), tonumber(ARGV[5])
+local deadline = now_ms + tonumber(ARGV[6])
+if idle > 0 then deadline = math.min(deadline, now_ms + idle) end
+if absolute > 0 then deadline = math.min(deadline, now_ms + absolute) end
+redis.call('PEXPIREAT', new, string.format('%.0f', deadline))
+return {1, previous}

@@ -1,0 +1,249 @@
+"""One small shop, written for Starlette, Flask and Django over the session
+middlewares, and the visit every framework's test walks it through."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import flask
+import httpx
+from fastapi import Depends, FastAPI
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+import webtier
+from tests.integration.sessionhelp import cookie_value, set_cookies
+from webtier.web.session import AsyncSession, LateCookie, Session
+from webtier.web.sessions_asgi import SessionMiddleware, request_session
+from webtier.web.sessions_wsgi import current_session, sessions_for_flask
+
+COOKIE = "webtier_session"
+
+
+def described(user: str | None, data: Any, cart: Any, viewed: Any) -> dict[str, Any]:
+    return {"user": user, "data": data, "cart": cart, "viewed": viewed}
+
+
+# -- Starlette ---------------------------------------------------------------------------------
+
+
+def _session(request: Request) -> AsyncSession:
+    session: AsyncSession = request.state.session
+    return session
+
+
+async def home(request: Request) -> Response:
+    return PlainTextResponse("home")  # never asks for the session
+
+
+async def me(request: Request) -> Response:
+    s = _session(request)
+    viewed = await s.recently_viewed()
+    return JSONResponse(described(await s.user(), await s.data(), await s.cart(), viewed))
+
+
+async def view(request: Request) -> Response:
+    await _session(request).record_view(request.path_params["item"])
+    return PlainTextResponse("viewed")
+
+
+async def add(request: Request) -> Response:
+    params = request.path_params
+    await _session(request).set_cart(params["item"], params["count"])
+    return PlainTextResponse("added")
+
+
+async def remember(request: Request) -> Response:
+    await _session(request).update({request.path_params["name"]: request.path_params["value"]})
+    return PlainTextResponse("remembered")
+
+
+async def login(request: Request) -> Response:
+    await _session(request).login(request.path_params["user"])
+    return PlainTextResponse("welcome")
+
+
+async def logout(request: Request) -> Response:
+    await _session(request).logout()
+    return PlainTextResponse("bye")
+
+
+async def late_login(request: Request) -> Response:
+    session = _session(request)
+
+    async def body() -> Any:
+        yield b"started "
+        try:
+            await session.login("late")
+        except LateCookie:
+            yield b"refused"
+
+    return StreamingResponse(body())
+
+
+STARLETTE_ROUTES = [
+    Route("/home", home),
+    Route("/me", me),
+    Route("/view/{item}", view, methods=["POST"]),
+    Route("/cart/{item}/{count:int}", add, methods=["POST"]),
+    Route("/data/{name}/{value}", remember, methods=["POST"]),
+    Route("/login/{user}", login, methods=["POST"]),
+    Route("/logout", logout, methods=["POST"]),
+    Route("/late-login", late_login, methods=["POST"]),
+]
+
+
+def starlette_shop(
+    tier: webtier.AsyncWebTier, *, lifespan: Any = None, **options: Any
+) -> Starlette:
+    middleware = [Middleware(SessionMiddleware, tier=tier, **options)]
+    return Starlette(routes=STARLETTE_ROUTES, middleware=middleware, lifespan=lifespan)
+
+
+# -- FastAPI ---------------------------------------------------------------------------------
+
+
+# Module level: FastAPI resolves the (string) annotations in the module's names.
+FastSession = Annotated[AsyncSession, Depends(request_session)]
+
+
+def fastapi_shop(tier: webtier.AsyncWebTier, **options: Any) -> FastAPI:
+    app = FastAPI()
+    app.add_middleware(SessionMiddleware, tier=tier, **options)
+
+    @app.get("/home")
+    async def show_home() -> str:
+        return "home"
+
+    @app.get("/me")
+    async def show_me(s: FastSession) -> dict[str, Any]:
+        return described(await s.user(), await s.data(), await s.cart(), await s.recently_viewed())
+
+    @app.post("/view/{item}")
+    async def show_item(item: str, s: FastSession) -> str:
+        await s.record_view(item)
+        return "viewed"
+
+    @app.post("/cart/{item}/{count}")
+    async def add_item(item: str, count: int, s: FastSession) -> str:
+        await s.set_cart(item, count)
+        return "added"
+
+    @app.post("/data/{name}/{value}")
+    async def remember_value(name: str, value: str, s: FastSession) -> str:
+        await s.update({name: value})
+        return "remembered"
+
+    @app.post("/login/{user}")
+    async def log_in(user: str, s: FastSession) -> str:
+        await s.login(user)
+        return "welcome"
+
+    @app.post("/logout")
+    async def log_out(s: FastSession) -> str:
+        await s.logout()
+        return "bye"
+
+    return app
+
+
+# -- Flask -------------------------------------------------------------------------------------
+
+
+def flask_shop(tier: webtier.WebTier, **options: Any) -> flask.Flask:
+    app = flask.Flask(__name__)
+
+    @app.get("/home")
+    def show_home() -> str:
+        return "home"
+
+    @app.get("/me")
+    def show_me() -> Any:
+        s: Session = current_session()
+        return described(s.user(), s.data(), s.cart(), s.recently_viewed())
+
+    @app.post("/view/<item>")
+    def show_item(item: str) -> str:
+        current_session().record_view(item)
+        return "viewed"
+
+    @app.post("/cart/<item>/<int:count>")
+    def add_item(item: str, count: int) -> str:
+        current_session().set_cart(item, count)
+        return "added"
+
+    @app.post("/data/<name>/<value>")
+    def remember_value(name: str, value: str) -> str:
+        current_session().update({name: value})
+        return "remembered"
+
+    @app.post("/login/<user>")
+    def log_in(user: str) -> str:
+        current_session().login(user)
+        return "welcome"
+
+    @app.post("/logout")
+    def log_out() -> str:
+        current_session().logout()
+        return "bye"
+
+    sessions_for_flask(app, tier, **options)
+    return app
+
+
+# -- the visit ---------------------------------------------------------------------------------
+
+
+async def visit(http: httpx.AsyncClient, *, secure: bool = True) -> dict[str, Any]:
+    """Walks a shopper through the shop, checking what each step must do;
+    returns the cookies it saw (``first``, ``logged_in``)."""
+
+    async def call(method: str, path: str, cookie: str | None = None) -> httpx.Response:
+        headers = {"cookie": f"{COOKIE}={cookie}"} if cookie else {}
+        response = await http.request(method, path, headers=headers)
+        assert response.status_code == 200, response.text
+        return response
+
+    async def me(cookie: str | None) -> dict[str, Any]:
+        return json.loads((await call("GET", "/me", cookie)).text)  # type: ignore[no-any-return]
+
+    # Browsing costs no session: no cookie comes back.
+    assert set_cookies((await call("GET", "/home")).headers) == []
+    anonymous = await call("GET", "/me")
+    assert set_cookies(anonymous.headers) == []
+    assert json.loads(anonymous.text) == described(None, {}, {}, [])
+
+    # The first write makes the session and sends its cookie, with safe flags.
+    [first_set] = set_cookies((await call("POST", "/view/book")).headers)
+    attributes = {a.strip().lower() for a in first_set.split(";")[1:]}
+    assert {"httponly", "samesite=lax", "path=/"} <= attributes
+    assert ("secure" in attributes) is secure
+    first = cookie_value(first_set)
+    for path in ["/cart/book/2", "/cart/pen/1", "/data/color/red", "/view/pen"]:
+        assert set_cookies((await call("POST", path, first)).headers) == []
+    assert await me(first) == described(
+        None, {"color": "red"}, {"book": 2, "pen": 1}, ["pen", "book"]
+    )
+
+    # Login rotates the token: the old cookie is dead at once, all carried over.
+    [login_set] = set_cookies((await call("POST", "/login/ann", first)).headers)
+    logged_in = cookie_value(login_set)
+    assert logged_in != first
+    assert await me(logged_in) == described(
+        "ann", {"color": "red"}, {"book": 2, "pen": 1}, ["pen", "book"]
+    )
+    replayed = await call("GET", "/me", first)
+    assert json.loads(replayed.text) == described(None, {}, {}, [])
+    # Left alone: a request racing the login must not delete its new cookie.
+    assert set_cookies(replayed.headers) == []
+
+    # Logout ends the session and clears the cookie.
+    [logout_set] = set_cookies((await call("POST", "/logout", logged_in)).headers)
+    assert cookie_value(logout_set) == ""
+    assert "max-age=0" in logout_set.lower()
+    assert (await me(logged_in))["user"] is None
+    return {"first": first, "logged_in": logged_in}

@@ -1,0 +1,355 @@
+"""Sessions and carts on real Redis: every target, both APIs."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+import anyio
+import pytest
+
+import webtier
+from tests.conftest import all_keys
+from webtier.config import SessionSettings
+from webtier.errors import InvalidInput
+from webtier.sessions import (
+    BadToken,
+    CartChange,
+    CartLimit,
+    DataTooLarge,
+    UnknownSession,
+    UserMismatch,
+    is_token,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def _with(config: webtier.Config, **settings: Any) -> webtier.Config:
+    return dataclasses.replace(config, sessions=SessionSettings(**settings))
+
+
+async def test_a_new_session_is_checked_and_touched(tier: Any) -> None:
+    token = await tier.sessions.new()
+    assert is_token(token)
+    assert await tier.sessions.check(token) is None
+    first = await tier.sessions.info(token)
+    assert first is not None
+    assert first.user is None
+    assert first.id != token
+    assert await tier.sessions.touch(token, item="42")
+    assert await tier.sessions.touch(token, user="alice", item="7")
+    assert await tier.sessions.check(token) == "alice"
+    second = await tier.sessions.info(token)
+    assert second.last_seen > first.last_seen
+    assert second.created == first.created
+    assert second.id == first.id
+    assert await tier.sessions.recently_viewed(token) == ["7", "42"]
+
+
+async def test_touch_counts_the_view_in_the_ranking(tier: Any) -> None:
+    token = await tier.sessions.new()
+    for item in ("a", "b", "a"):
+        await tier.sessions.touch(token, item=item)
+    assert await tier.ranking.top(2) == [("a", 2.0), ("b", 1.0)]
+
+
+async def test_strict_touch_never_creates_a_session(tier: Any) -> None:
+    token = webtier.sessions.new_token()
+    assert not await tier.sessions.touch(token, user="mallory", item="1")
+    assert await tier.sessions.info(token) is None
+    assert await tier.sessions.check(token) is None
+
+
+async def test_viewed_items_keep_the_newest_without_repeats(tier_factory: Any, config: Any) -> None:
+    tier = tier_factory(_with(config, viewed=3))
+    token = await tier.sessions.new()
+    for item in ("1", "2", "3", "1", "4", "5"):
+        await tier.sessions.touch(token, item=item)
+    assert await tier.sessions.recently_viewed(token) == ["5", "4", "1"]
+
+
+async def test_a_touch_by_another_user_is_refused(tier: Any) -> None:
+    token = await tier.sessions.new(user="alice")
+    with pytest.raises(UserMismatch):
+        await tier.sessions.touch(token, user="bob")
+    assert await tier.sessions.check(token) == "alice"
+
+
+async def test_bad_tokens_are_refused_before_any_key(
+    tier: Any, redis_url: str, prefix: str
+) -> None:
+    for bad in (
+        "",
+        "short",
+        "x" * 42,
+        "a" * 42 + "!",
+        "{" + "a" * 42,
+        42,
+        None,
+        str(uuid.uuid4()),
+    ):
+        with pytest.raises(BadToken):
+            await tier.sessions.check(bad)
+        with pytest.raises(BadToken):
+            await tier.sessions.touch(bad)
+        with pytest.raises(BadToken):
+            await tier.carts.set(bad, "1", 1)
+    assert all_keys(redis_url, f"{prefix}:*") == []
+
+
+async def test_login_rotates_the_token_and_carries_everything(tier: Any) -> None:
+    token = await tier.sessions.new()
+    await tier.sessions.touch(token, item="9")
+    await tier.sessions.update(token, {"theme": "dark", "n": [1, 2]})
+    await tier.carts.set(token, "shoe", 2)
+    before = await tier.sessions.info(token)
+    result = await tier.sessions.login(token, "alice")
+    assert result.token != token
+    assert is_token(result.token)
+    assert result.cart_changes == (CartChange("shoe", 0, 2),)
+    assert await tier.sessions.info(token) is None
+    assert await tier.sessions.check(token) is None
+    assert not await tier.sessions.touch(token)
+    assert await tier.sessions.check(result.token) == "alice"
+    assert await tier.sessions.data(result.token) == {"theme": "dark", "n": [1, 2]}
+    assert await tier.carts.get(result.token) == {"shoe": 2}
+    assert await tier.sessions.recently_viewed(result.token) == ["9"]
+    after = await tier.sessions.info(result.token)
+    assert after.id == before.id
+    assert after.last_seen > before.last_seen
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("add", {"hat": 3, "shoe": 1, "sock": 4}),
+        ("replace", {"hat": 2, "sock": 4}),
+        ("keep_larger", {"hat": 2, "shoe": 1, "sock": 4}),
+    ],
+)
+async def test_login_merges_the_anonymous_cart(
+    tier: Any, policy: str, expected: dict[str, int]
+) -> None:
+    mine = await tier.sessions.new(user="alice")
+    await tier.carts.set(mine, "hat", 1)
+    await tier.carts.set(mine, "shoe", 1)
+    anonymous = await tier.sessions.new()
+    await tier.carts.set(anonymous, "hat", 2)
+    await tier.carts.set(anonymous, "sock", 4)
+    result = await tier.sessions.login(anonymous, "alice", cart_policy=policy)
+    assert await tier.carts.get(result.token) == expected
+    old = {"hat": 1, "shoe": 1}
+    changed = {c.item: (c.before, c.after) for c in result.cart_changes}
+    assert changed == {
+        item: (old.get(item, 0), expected.get(item, 0))
+        for item in {*old, *expected}
+        if old.get(item, 0) != expected.get(item, 0)
+    }
+
+
+async def test_login_of_an_unknown_session_fails(tier: Any) -> None:
+    with pytest.raises(UnknownSession):
+        await tier.sessions.login(webtier.sessions.new_token(), "alice")
+    token = await tier.sessions.new()
+    with pytest.raises(InvalidInput):
+        await tier.sessions.login(token, "alice", cart_policy="merge")
+
+
+async def test_users_list_and_revoke_their_sessions(tier: Any) -> None:
+    phone = (await tier.sessions.login(await tier.sessions.new(), "alice")).token
+    laptop = await tier.sessions.new(user="alice")
+    other = await tier.sessions.new(user="bob")
+    await tier.sessions.touch(laptop)
+    listed = await tier.sessions.of_user("alice")
+    assert [s.user for s in listed] == ["alice", "alice"]
+    assert listed[0].id == (await tier.sessions.info(laptop)).id
+    assert not await tier.sessions.revoke("alice", "no-such-id")
+    assert not await tier.sessions.revoke("bob", listed[0].id)
+    assert await tier.sessions.revoke("alice", listed[0].id)
+    assert await tier.sessions.check(laptop) is None
+    assert await tier.sessions.check(phone) == "alice"
+    assert await tier.sessions.revoke_all("alice") == 1
+    assert await tier.sessions.check(phone) is None
+    assert await tier.sessions.of_user("alice") == []
+    assert await tier.sessions.check(other) == "bob"
+
+
+async def test_logout_ends_the_session(tier: Any, redis_url: str, prefix: str) -> None:
+    token = await tier.sessions.new(user="carol")
+    await tier.carts.set(token, "1", 1)
+    await tier.sessions.logout(token)
+    await tier.sessions.logout(token)
+    assert await tier.sessions.info(token) is None
+    assert await tier.carts.get(token) == {}
+    assert await tier.sessions.of_user("carol") == []
+    assert all_keys(redis_url, f"{prefix}:*:t:*") == []
+
+
+async def test_data_is_updated_field_by_field(tier: Any) -> None:
+    token = await tier.sessions.new()
+    await tier.sessions.update(token, {"a": 1})
+    await tier.sessions.update(token, {"b": {"x": "é"}})
+    await tier.sessions.update(token, {})
+    assert await tier.sessions.data(token) == {"a": 1, "b": {"x": "é"}}
+    await tier.sessions.discard(token, "a", "missing")
+    assert await tier.sessions.data(token) == {"b": {"x": "é"}}
+    with pytest.raises(UnknownSession):
+        await tier.sessions.update(webtier.sessions.new_token(), {"a": 1})
+
+
+async def test_data_limits_are_clear_errors(tier_factory: Any, config: Any) -> None:
+    tier = tier_factory(_with(config, max_value_bytes=10, max_data_bytes=20, max_fields=2))
+    token = await tier.sessions.new()
+    with pytest.raises(DataTooLarge):
+        await tier.sessions.update(token, {"a": "x" * 20})
+    await tier.sessions.update(token, {"a": "x" * 6, "b": "y" * 6})
+    with pytest.raises(DataTooLarge):
+        await tier.sessions.update(token, {"c": 1})
+    with pytest.raises(DataTooLarge):
+        await tier.sessions.update(token, {"a": "x" * 8, "b": "y" * 8, "c": 1})
+    with pytest.raises(InvalidInput):
+        await tier.sessions.update(token, {"a": object()})
+    with pytest.raises(InvalidInput):
+        await tier.sessions.update(token, {"a": float("nan")})
+    assert await tier.sessions.data(token) == {"a": "x" * 6, "b": "y" * 6}
+
+
+async def test_carts_set_get_clear(tier: Any) -> None:
+    token = await tier.sessions.new()
+    await tier.carts.set(token, "a", 2)
+    await tier.carts.set(token, "b", 1)
+    await tier.carts.set(token, "a", 0)
+    assert await tier.carts.get(token) == {"b": 1}
+    await tier.carts.clear(token)
+    assert await tier.carts.get(token) == {}
+    with pytest.raises(UnknownSession):
+        await tier.carts.set(webtier.sessions.new_token(), "a", 1)
+
+
+async def test_cart_limits_are_clear_errors(tier_factory: Any, config: Any) -> None:
+    tier = tier_factory(_with(config, cart_lines=2, cart_count=5))
+    token = await tier.sessions.new()
+    await tier.carts.set(token, "a", 5)
+    await tier.carts.set(token, "b", 1)
+    with pytest.raises(CartLimit):
+        await tier.carts.set(token, "c", 1)
+    with pytest.raises(CartLimit):
+        await tier.carts.set(token, "a", 6)
+    with pytest.raises(InvalidInput):
+        await tier.carts.set(token, "a", 1.5)
+    with pytest.raises(InvalidInput):
+        await tier.carts.set(token, "", 1)
+    await tier.carts.set(token, "b", 3)
+    assert await tier.carts.get(token) == {"a": 5, "b": 3}
+
+
+async def test_the_cleaner_keeps_the_newest_sessions(
+    tier_factory: Any, config: Any, redis_url: str, prefix: str
+) -> None:
+    tier = tier_factory(_with(config, shards=4, clean_batch=3))
+    tokens = [await tier.sessions.new(user=f"u{i % 3}") for i in range(10)]
+    for token in tokens:
+        await tier.carts.set(token, "x", 1)
+    for token in tokens[:4]:
+        await tier.sessions.touch(token)  # now the newest four
+    report = await tier.sessions.clean(limit=4)
+    assert report.deleted == 6
+    assert report.remaining == 4
+    assert not report.more
+    assert [await tier.sessions.check(t) is not None for t in tokens] == [True] * 4 + [False] * 6
+    assert len(all_keys(redis_url, f"{prefix}:*:t:*")) == 4
+    users = []
+    for user in ("u0", "u1", "u2"):
+        users += [s.user for s in await tier.sessions.of_user(user)]
+    assert sorted(users) == ["u0", "u0", "u1", "u2"]
+    again = await tier.sessions.clean(limit=4)
+    assert (again.deleted, again.remaining) == (0, 4)
+
+
+async def test_idle_timeout_is_enforced_by_redis(
+    tier_factory: Any, config: Any, redis_url: str, prefix: str
+) -> None:
+    slow = tier_factory(_with(config, idle_timeout=30))
+    token = await slow.sessions.new()
+    client = webtier.connect(redis_url)
+    try:
+        (key,) = all_keys(redis_url, f"{prefix}:*:t:*")
+        assert 0 < client.pttl(key) <= 30_000
+    finally:
+        webtier.disconnect(client)
+    # Expiry itself: only ever checked after the timeout has surely passed.
+    tier = tier_factory(_with(config, idle_timeout=0.3))
+    await tier.sessions.touch(token, item="1")
+    await anyio.sleep(0.8)
+    assert await tier.sessions.info(token) is None
+    assert not await tier.sessions.touch(token)
+    report = await tier.sessions.clean()
+    assert report.remaining == 0
+    assert all_keys(redis_url, f"{prefix}:{{s:*") == []
+
+
+async def test_absolute_timeout_is_not_extended_by_touches(
+    tier_factory: Any, config: Any, redis_url: str, prefix: str
+) -> None:
+    tier = tier_factory(_with(config, absolute_timeout=30, idle_timeout=60))
+    token = await tier.sessions.new()
+    client = webtier.connect(redis_url)
+    try:
+        (key,) = all_keys(redis_url, f"{prefix}:*:t:*")
+        deadline = client.pttl(key)
+        assert 0 < deadline <= 30_000
+        for _ in range(3):
+            await anyio.sleep(0.05)
+            assert await tier.sessions.touch(token)
+            assert 0 < client.pttl(key) <= deadline  # idle would give 60 s
+    finally:
+        webtier.disconnect(client)
+    short = tier_factory(_with(config, absolute_timeout=0.3, idle_timeout=60))
+    token = await short.sessions.new()
+    await anyio.sleep(0.8)
+    assert not await short.sessions.touch(token)
+
+
+async def test_every_key_has_an_expiry_backstop(
+    tier_factory: Any, config: Any, redis_url: str, prefix: str
+) -> None:
+    tier = tier_factory(_with(config, backstop=3600))
+    token = await tier.sessions.new(user="dave")
+    await tier.sessions.touch(token, item="1")
+    await tier.carts.set(token, "1", 1)
+    client = webtier.connect(redis_url)
+    try:
+        keys = all_keys(redis_url, f"{prefix}:*")
+        assert len(keys) == 4  # the session, its shard's index, the user's index, the ranking
+        for key in keys:
+            if not key.endswith(b":viewed"):  # the ranking is not the session's
+                assert 3_000_000 < client.pttl(key) <= 3_600_000, key
+    finally:
+        webtier.disconnect(client)
+
+
+async def test_non_strict_mode_takes_caller_tokens_and_creates(
+    tier_factory: Any, config: Any
+) -> None:
+    tier = tier_factory(_with(config, strict=False))
+    token = str(uuid.uuid4())
+    assert await tier.sessions.touch(token, user="erin", item="3")
+    assert await tier.sessions.check(token) == "erin"
+    await tier.carts.set(str(uuid.uuid4()), "a", 1)  # the book's add_to_cart on a new session
+
+
+@pytest.mark.onlycluster
+def test_sessions_spread_over_the_cluster(redis_url: str, config: Any) -> None:
+    client = webtier.connect(redis_url)
+    try:
+        routes = [config.keys.session_shard(s) for s in range(config.sessions.shards)]
+        nodes = {client.get_node_from_key(route).name for route in routes}
+        users = {
+            client.get_node_from_key(config.keys.user_sessions(f"u{n}", 64)).name for n in range(64)
+        }
+    finally:
+        webtier.disconnect(client)
+    assert len(nodes) == 3
+    assert len(users) == 3

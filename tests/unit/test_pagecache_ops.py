@@ -1,0 +1,280 @@
+"""Page cache without a server: rules, key normalization, the HTTP policy,
+copies, and the serve operation fed replies by hand."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+from webtier._ops import pagecache
+from webtier._ops.pagecache import Rendered, decode, encode, make_page
+from webtier._protocol import Call, Request, ScriptCall
+from webtier.config import Config, PageCacheSettings
+from webtier.errors import ConfigError
+from webtier.pagerules import (
+    CacheRoute,
+    PageRequest,
+    PageRules,
+    SetAdmission,
+    is_private,
+    normalized_query,
+)
+from webtier.web import pagecache_policy as policy
+
+CFG = Config(prefix="p")
+SETTINGS = CFG.pagecache
+
+
+def plan_of(url: str, rules: PageRules | None = None, **headers: str) -> Any:
+    return (rules or PageRules()).plan(CFG, PageRequest.from_url(url, headers))
+
+
+# -- rules and keys -------------------------------------------------------------------------
+
+
+def test_book_rule_item_pages_only_and_not_dynamic() -> None:
+    assert plan_of("/item?item=5") is not None
+    assert plan_of("/item?item=5&_=1") is None
+    assert plan_of("/about") is None
+    assert plan_of("/item?item=5&item=6") is None  # ambiguous
+    assert plan_of("/item?item=%00bad") is None  # not a valid item name
+
+
+def test_query_order_and_tracking_params_do_not_split_the_key() -> None:
+    a = plan_of("http://h/item?item=5&color=red")
+    b = plan_of("http://h/item?color=red&utm_source=x&item=5&gclid=1&fbclid=2")
+    c = plan_of("http://h/item?item=5&color=blue")
+    assert a.digest == b.digest != c.digest
+    assert normalized_query(SETTINGS, [("b", "2"), ("a", "1"), ("b", "1")]) == "a=1&b=2&b=1"
+
+
+def test_scheme_host_and_path_split_the_key() -> None:
+    base = plan_of("http://h/item?item=5").digest
+    assert plan_of("https://h/item?item=5").digest != base
+    assert plan_of("http://other/item?item=5").digest != base
+    assert plan_of("http://h/item2?item=5").digest != base
+    assert plan_of("http://H/item?item=5").digest == base
+
+
+def test_only_declared_vary_headers_join_the_key() -> None:
+    rules = PageRules(routes=(CacheRoute("/p/*", vary=("Accept-Language",)),))
+    fr = plan_of("/p/x", rules, **{"accept-language": "fr"})
+    fr_cookie = plan_of("/p/x", rules, **{"accept-language": "fr", "cookie": "csrftoken=1"})
+    de = plan_of("/p/x", rules, **{"accept-language": "de"})
+    assert fr.digest == fr_cookie.digest != de.digest
+    assert plan_of("/q", rules) is None
+
+
+def test_items_share_a_shard_and_user_input_never_reaches_a_tag() -> None:
+    one = plan_of("/item?item=a%7Db&page=1")
+    two = plan_of("/other?item=a%7Db&page=2")
+    assert one.shard == two.shard
+    assert one.shard.route.startswith("p:{pc:")
+    assert one.shard.item("a}b").startswith(one.shard.route + ":item:")
+    assert "a}b" not in one.shard.page(one.digest)
+
+
+def test_private_requests_are_left_alone_unless_the_route_allows() -> None:
+    assert is_private(SETTINGS, {"cookie": "theme=dark; sessionid=1"})
+    assert is_private(SETTINGS, {"authorization": "Bearer x"})
+    assert not is_private(SETTINGS, {"cookie": "csrftoken=1; _ga=2"})
+    assert plan_of("/item?item=5", cookie="webtier_session=abc") is None
+    shared = PageRules(routes=(CacheRoute("/news", private=True),))
+    assert plan_of("/news", shared, authorization="Bearer x") is not None
+
+
+def test_admission_is_pluggable() -> None:
+    top = {"5"}
+    rules = PageRules(admission=SetAdmission(top.__contains__))
+    plan = plan_of("/item?item=5", rules)
+    assert plan.admission.requests(CFG, "5") == ()
+    assert plan.admission.admits(CFG, "5", [])
+    assert not plan.admission.admits(CFG, "6", [])
+
+
+def test_settings_and_routes_are_checked() -> None:
+    for bad in ({"ttl": -1}, {"shards": 0}, {"private_cookies": {"x"}}, {"item_param": "_"}):
+        with pytest.raises(ConfigError):
+            PageCacheSettings(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        CacheRoute("/x", vary="cookie")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        CacheRoute("/x", ttl=0)
+
+
+# -- HTTP policy ------------------------------------------------------------------------------
+
+
+OK = (("content-type", "text/html"), ("content-length", "3"))
+
+
+@pytest.mark.parametrize(
+    ("status", "extra", "stored"),
+    [
+        (200, (), 300.0),
+        (404, (), None),
+        (200, (("set-cookie", "a=1"),), None),
+        (200, (("cache-control", "private"),), None),
+        (200, (("cache-control", "no-store"),), None),
+        (200, (("cache-control", "public, max-age=60"),), 60.0),
+        (200, (("cache-control", "max-age=0"),), None),
+        (200, (("cache-control", "max-age=9999"),), 300.0),
+        (200, (("vary", "Cookie"),), None),
+        (200, (("vary", "*"),), None),
+        (200, (("vary", "Accept-Encoding"),), 300.0),
+        (200, (("content-encoding", "br"),), None),
+        (200, (("content-length", str(5 * 1024 * 1024)),), None),  # over max_body
+    ],
+)
+def test_what_is_stored(status: int, extra: tuple[tuple[str, str], ...], stored: Any) -> None:
+    assert policy.store_ttl(SETTINGS, plan_of("/item?item=1"), status, OK + extra) == stored
+
+
+def test_streamed_responses_are_not_stored() -> None:
+    headers = (("content-type", "text/plain"),)
+    assert policy.store_ttl(SETTINGS, plan_of("/item?item=1"), 200, headers) is None
+
+
+def test_copies_round_trip_compressed_when_it_pays() -> None:
+    big = Rendered(200, (*OK, ("set-cookie-not", "x")), b"abc" * 1000, 300.0)
+    page = make_page(CFG, big, 300.0, 1000.0)
+    assert page.gzipped
+    assert len(page.body) < 200
+    back = decode(encode(page))
+    assert back == page
+    assert back is not None
+    assert back.plain_body() == b"abc" * 1000
+    small = make_page(CFG, Rendered(200, OK, b"abc", 300.0), 300.0, 1000.0)
+    assert not small.gzipped
+    assert decode(b"WPASS") is None
+
+
+def test_page_response_gzip_304_and_headers() -> None:
+    page = make_page(CFG, Rendered(200, OK, b"x" * 5000, 300.0), 300.0, 1000.0)
+    status, headers, body = policy.page_response(page, {"accept-encoding": "gzip"}, "HIT", 1010)
+    names = dict(headers)
+    assert status == 200
+    assert names["content-encoding"] == "gzip"
+    assert names["x-cache"] == "HIT"
+    assert names["age"] == "10"
+    assert names["content-length"] == str(len(body))
+    status, headers, body = policy.page_response(page, {"accept-encoding": "gzip;q=0"}, "HIT")
+    assert body == b"x" * 5000
+    assert "content-encoding" not in dict(headers)
+    status, headers, body = policy.page_response(page, {"if-none-match": page.etag}, "STALE")
+    assert (status, body) == (304, b"")
+    assert dict(headers)["x-cache"] == "STALE"
+
+
+def test_outage_log_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
+    log = policy.OutageLog(3600)
+    for _ in range(5):
+        log.report(RuntimeError("down"))
+    assert len(caplog.records) == 1
+
+
+# -- the serve operation, replies by hand -----------------------------------------------------
+
+
+def drive(op: Any, replies: list[Any], rendered: Rendered | None = None) -> Any:
+    """Run ``op`` feeding ``replies`` to its Redis steps and ``rendered`` to Calls."""
+    sent: list[Any] = []
+    step = next(op)
+    try:
+        while True:
+            sent.append(step)
+            if isinstance(step, Call):
+                if isinstance(step.blocking, functools.partial):  # a pause: skip it
+                    step = op.send(None)
+                else:
+                    step = op.send(step.blocking())
+            else:
+                step = op.send(replies.pop(0))
+    except StopIteration as done:
+        return done.value, sent
+
+
+def render_call(rendered: Rendered) -> Call:
+    return Call(lambda: rendered)
+
+
+def test_a_hit_is_one_get() -> None:
+    plan = plan_of("/item?item=1")
+    page = make_page(CFG, Rendered(200, OK, b"abc", 300.0), 300.0, 4e9)
+    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(page)]])
+    assert served.outcome == "HIT"
+    assert len(sent) == 1
+    assert isinstance(sent[0], Request)
+    assert sent[0].commands == (("GET", plan.shard.page(plan.digest)),)
+
+
+PAGE_R = Rendered(200, OK, b"new", 300.0)
+
+
+def test_a_miss_claims_with_the_rank_renders_and_stores() -> None:
+    plan = plan_of("/item?item=1")
+    served, sent = drive(
+        pagecache.serve(CFG, plan, render_call(PAGE_R)),
+        [[None], [[[b"render", b"3"]], [0]], [b"stored"]],
+    )
+    assert served.outcome == "MISS"
+    assert served.page.plain_body() == b"new"
+    claim, rank = sent[1]  # the claim and the item's rank, together
+    assert claim.commands[0].script.name == "pagecache_claim"
+    assert rank.commands[0][0] == "ZREVRANK"
+    store = sent[-1]
+    assert isinstance(store, Request)
+    call = store.commands[0]
+    assert isinstance(call, ScriptCall)
+    assert call.script.name == "pagecache_store"
+    assert call.args[1] == "3"  # the generation the claim returned
+
+
+def test_an_unpopular_item_is_rendered_without_the_cache() -> None:
+    plan = plan_of("/item?item=1")
+    served, sent = drive(
+        pagecache.serve(CFG, plan, render_call(PAGE_R)),
+        [[None], [[[b"render", b"0"]], [None]], [[1]]],
+    )
+    assert served.outcome == "MISS"
+    assert served.rendered is PAGE_R
+    assert sent[2].requests[0].commands[0].script.name == "pagecache_release"
+    assert isinstance(sent[3], Call)  # then the render, not stored
+
+
+def test_a_waiter_gets_the_page_the_holder_stored() -> None:
+    plan = plan_of("/item?item=1")
+    page = make_page(CFG, PAGE_R, 300.0, 4e9)
+    served, sent = drive(
+        pagecache.serve(CFG, plan, render_call(PAGE_R)),
+        [[None], [[[b"wait", 900]], [0]], [[b"hit", encode(page)]]],
+    )
+    assert served.outcome == "HIT"
+    assert isinstance(sent[2], Call)  # paused between two claims
+
+
+def test_a_stale_copy_is_served_while_another_renders() -> None:
+    plan = plan_of("/item?item=1")
+    stale = make_page(CFG, PAGE_R, 1.0, 1000.0)
+    served, _ = drive(
+        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(stale)], [[[b"wait", 5]], [0]]]
+    )
+    assert served.outcome == "STALE"
+    assert served.page == stale
+
+
+def test_a_response_not_storable_leaves_a_pass_note() -> None:
+    plan = plan_of("/item?item=1")
+    private = Rendered(200, OK, b"mine", None)
+    served, sent = drive(
+        pagecache.serve(CFG, plan, render_call(private)),
+        [[None], [[[b"render", b"0"]], [0]], [b"stored"]],
+    )
+    assert served.rendered is private
+    assert sent[-1].commands[0].args[2] == b"WPASS"
+    # A pass note sends the next request straight to the app, no lock.
+    served, sent = drive(pagecache.serve(CFG, plan, render_call(private)), [[b"WPASS"]])
+    assert served.rendered is private
+    assert len(sent) == 2

@@ -1,0 +1,234 @@
+"""Session and cart operations, fed replies by hand."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.unit.test_counter_ops import finish
+from webtier._keys import shard_of
+from webtier._ops import carts, ranking, sessions
+from webtier._protocol import Request, ScriptCall
+from webtier.config import Config, SessionSettings
+from webtier.errors import ConfigError, InvalidInput
+from webtier.sessions import (
+    BadToken,
+    CartChange,
+    CartLimit,
+    DataTooLarge,
+    UnknownSession,
+    UserMismatch,
+    check_token,
+    is_token,
+    new_token,
+)
+
+CFG = Config(prefix="p", sessions=SessionSettings(shards=4, clean_batch=4))
+TOKEN = "A" * 43
+
+
+def test_tokens_have_256_bits_and_a_strict_form() -> None:
+    token = new_token()
+    assert len(token) == 43
+    assert is_token(token)
+    assert new_token() != token
+    assert is_token(str(uuid.uuid4()), strict=False)
+    assert not is_token(str(uuid.uuid4()))
+    for bad in ("", "a" * 42, "a" * 44, "a" * 42 + "/", "a" * 42 + "{", None, b"a" * 43):
+        assert not is_token(bad)
+        with pytest.raises(BadToken):
+            check_token(bad)
+
+
+def test_a_session_lives_in_its_tokens_shard() -> None:
+    where = sessions.place(CFG, TOKEN)
+    shard = shard_of(TOKEN, 4)
+    assert where.route == f"p:{{s:{shard}}}"
+    assert where.key == f"p:{{s:{shard}}}:t:{TOKEN}"
+    assert where.recent == f"p:{{s:{shard}}}:recent"
+
+
+def test_touch_is_one_round_trip_with_the_view_and_the_user_index() -> None:
+    op = sessions.touch(CFG, TOKEN, user="alice", item="42")
+    script, index, view = next(op)
+    assert isinstance(script, Request)
+    assert not script.idempotent
+    (call,) = script.commands
+    assert isinstance(call, ScriptCall)
+    assert call.script is sessions.TOUCH
+    where = sessions.place(CFG, TOKEN)
+    assert call.keys == (where.key, where.recent)
+    assert call.args[:6] == (TOKEN, "live", "", "alice", "42", 25)
+    assert index.commands[0] == ("SADD", f"p:{{u:{shard_of('alice', 4)}}}:alice", TOKEN)
+    assert view == ranking.view_requests(CFG, "42")[0]
+    with pytest.raises(StopIteration) as done:
+        op.send([[[1, b"alice", b"1700000000000000"]], [1, 1], [1.0]])
+    assert done.value.value is True
+
+
+def test_touch_uses_the_view_counter_it_is_given() -> None:
+    op = sessions.touch(CFG, TOKEN, item="42", view_counter=lambda item: ())
+    (_script,) = next(op)
+    assert finish_sent(op, [[[0]]]) is False
+
+
+def finish_sent(op: Any, reply: Any) -> Any:
+    with pytest.raises(StopIteration) as done:
+        op.send(reply)
+    return done.value.value
+
+
+def test_a_touch_refused_for_another_user_raises() -> None:
+    op = sessions.touch(CFG, TOKEN, user="bob")
+    next(op)
+    with pytest.raises(UserMismatch):
+        op.send([[[-1, b"alice"]], [1, 1]])
+
+
+def test_bad_arguments_are_refused_before_anything_is_sent() -> None:
+    for op in (
+        sessions.touch(CFG, TOKEN, item=""),
+        sessions.touch(CFG, TOKEN, user="a\nb"),
+        sessions.login(CFG, TOKEN, "alice", cart_policy="merge"),
+        sessions.update(CFG, TOKEN, {"a": {1, 2}}),
+        sessions.update(CFG, TOKEN, ["a"]),  # type: ignore[arg-type]
+        sessions.clean(CFG, limit=-1),
+        sessions.revoke(CFG, "alice", 42),  # type: ignore[arg-type]
+        carts.set(CFG, TOKEN, "a", True),
+        carts.set(CFG, TOKEN, "a", 1001),
+        carts.set(CFG, TOKEN, "", 1),
+    ):
+        with pytest.raises(InvalidInput):
+            next(op)
+
+
+def test_data_values_over_the_limit_are_refused_with_a_clear_error() -> None:
+    cfg = Config(sessions=SessionSettings(max_value_bytes=8, max_data_bytes=8))
+    with pytest.raises(DataTooLarge, match="over 8 bytes"):
+        next(sessions.update(cfg, TOKEN, {"a": "123456789"}))
+    op = sessions.update(cfg, TOKEN, {"a": "é"})
+    request = next(op)
+    assert request[0].commands[0].args == (64, 8, "a", '"é"')
+    with pytest.raises(DataTooLarge, match="3 fields"):
+        op.send([[[-1, 3, 9]]])
+
+
+def test_update_of_a_missing_session_raises() -> None:
+    op = sessions.update(CFG, TOKEN, {"a": 1})
+    next(op)
+    with pytest.raises(UnknownSession):
+        op.send([[[0]]])
+
+
+def test_cart_replies_become_errors() -> None:
+    op = carts.set(CFG, TOKEN, "a", 1)
+    next(op)
+    with pytest.raises(CartLimit):
+        op.send([[[-1, 50]]])
+    op = carts.set(CFG, TOKEN, "a", 1)
+    next(op)
+    with pytest.raises(UnknownSession):
+        op.send([[[0]]])
+
+
+def test_carts_and_viewed_items_are_read_from_the_session_hash() -> None:
+    fields = [b"u", b"x", b"khat", b"2", b"va", b"3", b"vb", b"5", b"dx", b"1", b"n", b"5"]
+    assert finish(carts.get(CFG, TOKEN), [fields]) == {"hat": 2}
+    assert finish(sessions.recently_viewed(CFG, TOKEN), [fields]) == ["b", "a"]
+    assert finish(sessions.data(CFG, TOKEN), [fields]) == {"x": 1}
+    assert finish(sessions.data(CFG, TOKEN), [{}]) == {}
+
+
+def test_info_reads_one_slot_and_none_means_no_session() -> None:
+    session = finish(
+        sessions.info(CFG, TOKEN), [[b"1700000000000", b"sid", None], b"1700000001000000"]
+    )
+    assert (session.id, session.user, session.created, session.last_seen) == (
+        "sid", None, 1_700_000_000.0, 1_700_000_001.0,
+    )  # fmt: skip
+    assert finish(sessions.info(CFG, TOKEN), [[None, None, None], None]) is None
+
+
+@pytest.mark.parametrize(
+    ("policy", "merged"),
+    [
+        ("add", {"a": 3, "b": 1, "c": 5}),
+        ("replace", {"a": 2, "c": 5}),
+        ("keep_larger", {"a": 2, "b": 1, "c": 5}),
+    ],
+)
+def test_cart_merge_policies(policy: str, merged: dict[str, int]) -> None:
+    result, changes = sessions.merge_carts({"a": 1, "b": 1}, {"a": 2, "c": 5}, policy, 50, 1000)
+    assert result == merged
+    before = {"a": 1, "b": 1}
+    assert changes == tuple(
+        CartChange(item, before.get(item, 0), merged.get(item, 0))
+        for item in sorted({*before, *merged})
+        if before.get(item, 0) != merged.get(item, 0)
+    )
+
+
+def test_cart_merge_respects_the_limits() -> None:
+    result, changes = sessions.merge_carts({"a": 9, "b": 1}, {"a": 9, "c": 1}, "add", 2, 10)
+    assert result == {"a": 10, "c": 1}
+    assert changes == (CartChange("a", 9, 10), CartChange("b", 1, 0), CartChange("c", 0, 1))
+    assert sessions.merge_carts({"a": 1}, {}, "replace", 5, 5) == ({"a": 1}, ())
+
+
+def test_the_cleaner_chooses_only_the_oldest_of_all_shards() -> None:
+    cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=2))
+    op = sessions.clean(cfg, limit=3)
+    picks = next(op)
+    assert [(r.route, r.commands[0].keys, r.commands[0].args) for r in picks] == [
+        ("p:{s:0}", ("p:{s:0}:recent",), (2,)),
+        ("p:{s:1}", ("p:{s:1}:recent",), (2,)),
+    ]
+    t = 1_700_000_000_000_000
+    now = [t // 10**6, 0]
+    # Shard 0 holds 4 (its page is full, up to t-10), shard 1 holds 2. Six
+    # sessions, three over the limit, two a step; entries up to t-10 only
+    # are surely the oldest (shard 0 may hold more below it): t-50, t-20.
+    calls = op.send([[[*now, 4, t - 50, t - 10]], [[*now, 2, t - 20, t - 5]]])
+    assert [(r.route, r.commands[0].keys, r.commands[0].args) for r in calls] == [
+        ("p:{s:0}", ("p:{s:0}:recent", "p:{s:0}:t:"), (t - 50, 1)),
+        ("p:{s:1}", ("p:{s:1}:recent", "p:{s:1}:t:"), (t - 20, 1)),
+    ]
+    # Shard 1's session was touched meanwhile: spared.
+    final = op.send([[1], [0]])
+    assert final[0].commands[0].script is sessions.PICK
+    # Now 3 are left: at the limit, done.
+    report = finish_sent(op, [[[*now, 2, t - 10, t - 5]], [[*now, 1, t]]])
+    assert (report.deleted, report.spared, report.remaining, report.steps) == (1, 1, 3, 1)
+
+
+def test_the_cleaner_removes_sessions_idle_past_the_timeout() -> None:
+    cfg = Config(prefix="p", sessions=SessionSettings(shards=1, idle_timeout=60))
+    op = sessions.clean(cfg)
+    next(op)
+    now = 1_700_000_000
+    (call,) = op.send([[[now, 0, 2, (now - 61) * 10**6, (now - 59) * 10**6]]])
+    assert call.commands[0].args == ((now - 61) * 10**6, 1)
+    op.send([[1]])
+    report = finish_sent(op, [[[now, 0, 1, (now - 59) * 10**6]]])
+    assert (report.deleted, report.remaining) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"limit": -1},
+        {"shards": 0},
+        {"viewed": 1001},
+        {"idle_timeout": -1},
+        {"backstop": 0},
+        {"strict": 1},
+        {"clean_batch": 0},
+        {"max_value_bytes": 10, "max_data_bytes": 5},
+        {"cart_count": 0},
+    ],
+)
+def test_bad_settings_are_refused(settings: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        SessionSettings(**settings)
