@@ -185,8 +185,8 @@ class Keyspace:
         return f"{route}:t:{token}"
 
     def user_sessions(self, user: str, shards: int) -> str:
-        """Hash of one user's sessions, session id -> token; ``user`` must
-        have passed :func:`check_name`."""
+        """Hash of one user's sessions, token -> "" (a listpack while small);
+        ``user`` must have passed :func:`check_name`."""
         return f"{self.prefix}:{{u:{shard_of(user, shards)}}}:{user}"
 
     # -- workers ----------------------------------------------------------------------

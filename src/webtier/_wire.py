@@ -183,23 +183,54 @@ def exchange(step: Step, policy: RetryPolicy) -> Generator[Action, Any, Any]:
     if isinstance(step, Gather):
         return (yield from _recover(step.requests, policy, first=None))
     requests = (step,) if isinstance(step, Request) else step
-    if len(requests) == 1:
-        # The hot path: one request, sent once, every reply fine.
-        outcome: Outcome = yield Send(requests[0].route, _wire_commands(requests[0]))
+    # The hot path: every request served by one node (always so on a single
+    # server), sent once, every reply fine. Anything else is recovered.
+    target: Any = requests[0].route
+    if len(requests) > 1:
+        located = yield Locate(tuple(r.route for r in requests))
+        node = _one_node(located)
+        target = None if node is None else (node[1] or target)
+    if target is None:
+        results = yield from _recover(requests, policy, first=None, located=located)
+    else:
+        commands = [_wire_commands(r) for r in requests]
+        outcome: Outcome = yield Send(target, tuple(c for each in commands for c in each))
         if outcome.error is None and not any(map(_is_error, outcome.replies)):
-            results: list[Any] = [outcome.replies]
+            results = _split(outcome.replies, commands)
         else:
             results = yield from _recover(requests, policy, first=outcome)
-    else:
-        results = yield from _recover(requests, policy, first=None)
     for result in results:
         if isinstance(result, WebtierError):
             raise result
     return results[0] if isinstance(step, Request) else results
 
 
+def _one_node(located: Sequence[Any]) -> Any:
+    """The (key, handle) of the one node that serves every route, or None."""
+    first = located[0]
+    if isinstance(first, BaseException):
+        return None
+    for found in located[1:]:
+        if isinstance(found, BaseException) or found[0] != first[0]:
+            return None
+    return first
+
+
+def _split(replies: list[Reply], commands: list[tuple[Command, ...]]) -> list[Any]:
+    if len(commands) == 1:
+        return [replies]
+    results, at = [], 0
+    for each in commands:
+        results.append(replies[at : at + len(each)])
+        at += len(each)
+    return results
+
+
 def _recover(
-    requests: Sequence[Request], policy: RetryPolicy, first: Outcome | None
+    requests: Sequence[Request],
+    policy: RetryPolicy,
+    first: Outcome | None,
+    located: Sequence[Any] | None = None,
 ) -> Generator[Action, Any, list[Any]]:
     # The general case: many requests, several nodes, any mix of failures.
     # Replies are filed as they arrive; what must go again is planned again
@@ -216,7 +247,11 @@ def _recover(
         if first is not None:  # the hot path already sent everything once
             groups, outcomes, first = [pending], [first], None
         else:
-            groups = yield from _group(pending, single=len(requests) == 1)
+            if located is not None:  # where each request went, found by the caller
+                per_item = [located[item.req] for item in pending]
+                groups, located = _grouped(pending, per_item), None
+            else:
+                groups = yield from _group(pending, single=len(requests) == 1)
             sends = tuple(
                 Send(g[0].target(), tuple(c for item in g for c in item.commands())) for g in groups
             )
@@ -334,22 +369,30 @@ def _group(pending: list[_Item], single: bool) -> Generator[Action, Any, list[li
     """Split pending items by the node that serves them; ASK targets apart."""
     if single and all(item.ask is None for item in pending):
         return [pending]
-    groups: dict[Any, list[_Item]] = {}
     routed = [item for item in pending if item.ask is None]
-    if routed:
-        located = yield Locate(tuple(item.route for item in routed))
-        for item, found in zip(routed, located, strict=True):
-            if isinstance(found, BaseException):
-                # No node known for that slot now: send by route, and let the
-                # failure to reach it be handled like any other.
-                groups.setdefault(("route", item.route), []).append(item)
-            else:
-                key, item.node = found
-                groups.setdefault(("node", key), []).append(item)
+    located = (yield Locate(tuple(item.route for item in routed))) if routed else []
+    groups = _by_node(routed, located)
     for item in pending:
         if item.ask is not None:
             groups.setdefault(("ask", item.ask), []).append(item)
     return list(groups.values())
+
+
+def _grouped(items: list[_Item], located: Sequence[Any]) -> list[list[_Item]]:
+    return list(_by_node(items, located).values())
+
+
+def _by_node(items: list[_Item], located: Sequence[Any]) -> dict[Any, list[_Item]]:
+    groups: dict[Any, list[_Item]] = {}
+    for item, found in zip(items, located, strict=True):
+        if isinstance(found, BaseException):
+            # No node known for that slot now: send by route, and let the
+            # failure to reach it be handled like any other.
+            groups.setdefault(("route", item.route), []).append(item)
+        else:
+            key, item.node = found
+            groups.setdefault(("node", key), []).append(item)
+    return groups
 
 
 def backoff(policy: RetryPolicy, failures: int) -> float:

@@ -46,11 +46,13 @@ def test_the_bulk_loader_leaves_what_the_api_reads(servers: dict[str, RedisServe
         assert len(keys) == 3
         token = next(k.decode().rsplit(":", 1)[1] for k in keys if client.hget(k, "u") == b"user:1")
         assert tier.sessions.check(token) == "user:1"
-        assert tier.sessions.recently_viewed(token) == w._viewed(1)[::-1]
+        newest = w._viewed(1, w.HELD)[::-1]
+        assert tier.sessions.recently_viewed(token) == newest[: w.VIEWED]
         assert tier.carts.get(token) == dict(w.CART)
-        # The API goes on from there: one more view drops the oldest.
+        # The API goes on from there: one more view trims the session.
         assert tier.sessions.touch(token, item="item:new")
-        assert tier.sessions.recently_viewed(token) == ["item:new", *w._viewed(1)[::-1][:24]]
+        assert tier.sessions.recently_viewed(token) == ["item:new", *newest[: w.VIEWED - 1]]
+        assert client.hlen(next(k for k in keys if client.hget(k, "u") == b"user:1")) == 3 + 5 + 25
         assert w.webtier_sessions(url) == 3
     finally:
         client.flushdb()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 import uuid
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 import webtier
 from tests.conftest import all_keys
+from webtier._ops import sessions as session_ops
 from webtier.config import SessionSettings
 from webtier.errors import InvalidInput
 from webtier.sessions import (
@@ -68,6 +70,37 @@ async def test_viewed_items_keep_the_newest_without_repeats(tier_factory: Any, c
     for item in ("1", "2", "3", "1", "4", "5"):
         await tier.sessions.touch(token, item=item)
     assert await tier.sessions.recently_viewed(token) == ["5", "4", "1"]
+
+
+async def test_viewed_items_match_a_reference_lru(
+    tier_factory: Any, config: Any, sync_client: Any
+) -> None:
+    """Views drawn from a small pool (so re-views of held, trimmed and
+    long-gone items all happen), checked after every view against a plain
+    least-recently-viewed list; the session never holds more than ``viewed``
+    plus the script's slack of 2, and its held count ``m`` stays exact."""
+    keep = 5
+    tier = tier_factory(_with(config, viewed=keep))
+    token = await tier.sessions.new()
+    key = session_ops.place(tier.config, token).key
+    rng = random.Random(7)
+    model: list[str] = []
+    for _ in range(300):
+        item = str(rng.randrange(12))
+        await tier.sessions.touch(token, item=item)
+        model = [item, *[i for i in model if i != item]][:keep]
+        assert await tier.sessions.recently_viewed(token) == model
+        fields = sync_client.hgetall(key)
+        held = [f for f in fields if f.startswith(b"v")]
+        assert len(held) <= keep + 2
+        assert int(fields[b"m"]) == len(held)
+
+    # Lowered since: the next new view trims the session to the new figure.
+    lower = tier_factory(_with(config, viewed=2))
+    await lower.sessions.touch(token, item="new")
+    assert await lower.sessions.recently_viewed(token) == ["new", model[0]]
+    fields = sync_client.hgetall(key)
+    assert len([f for f in fields if f.startswith(b"v")]) == 2 == int(fields[b"m"])
 
 
 async def test_a_touch_by_another_user_is_refused(tier: Any) -> None:

@@ -61,7 +61,7 @@ def test_touch_is_one_round_trip_with_the_view_and_the_user_index() -> None:
     where = sessions.place(CFG, TOKEN)
     assert call.keys == (where.key, where.recent)
     assert call.args[:6] == (TOKEN, "live", "", "alice", "42", 25)
-    assert index.commands[0] == ("SADD", f"p:{{u:{shard_of('alice', 4)}}}:alice", TOKEN)
+    assert index.commands[0] == ("HSET", f"p:{{u:{shard_of('alice', 4)}}}:alice", TOKEN, "")
     assert view == ranking.view_requests(CFG, "42")[0]
     with pytest.raises(StopIteration) as done:
         op.send([[[1, b"alice", b"1700000000000000"]], [1, 1], [1.0]])

@@ -154,6 +154,36 @@ def test_fan_out_groups_by_node_and_sends_in_one_batch() -> None:
     )
 
 
+def test_requests_on_one_node_go_in_one_send_and_replies_split_back() -> None:
+    step = (read("a", ("GET", "a"), ("GET", "x")), write("b", ("INCR", "b"), idempotent=False))
+    located = [("n1", "node1"), ("n1", "node1")]
+    result, seen = drive(step, [located, Outcome([b"A", b"X", 3])])
+    assert result == [[b"A", b"X"], [3]]
+    assert seen == [
+        Locate(("a", "b")),
+        Send("node1", (("GET", "a"), ("GET", "x"), ("INCR", "b"))),
+    ]
+    # A single server has no node handles: the send goes by the first route.
+    result, seen = drive(step, [[("server", None)] * 2, Outcome([b"A", b"X", 3])])
+    assert seen[1] == Send("a", (("GET", "a"), ("GET", "x"), ("INCR", "b")))
+
+
+def test_a_redirect_in_a_shared_send_resends_only_that_request() -> None:
+    step = (read("a", ("GET", "a")), write("b", ("INCR", "b"), idempotent=False))
+    moved = rx.MovedError("3999 127.0.0.1:7001")
+    answers: list[Any] = [
+        [("n1", "node1")] * 2,
+        Outcome([b"A", moved]),
+        None,  # the slot map is reloaded
+        [("n2", "node2")],
+        Outcome([4]),
+    ]
+    result, seen = drive(step, answers)
+    assert result == [[b"A"], [4]]
+    assert isinstance(seen[2], Refresh)
+    assert seen[4] == Send("node2", (("INCR", "b"),))
+
+
 def test_gather_reports_failures_per_request() -> None:
     ok = write("a", ("INCR", "a"), idempotent=False)
     lost = write("b", ("INCR", "b"), idempotent=False)

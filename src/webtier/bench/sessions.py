@@ -12,7 +12,8 @@ Rows (docs/benchmarks.md says more):
 * server CPU per touch -- the server process's CPU time per touch, both sides;
 * cleanup -- sessions removed per second by the race-free cleaner vs the
   book's ``clean_full_sessions``, over sessions with viewed items and carts;
-* memory per session -- 25 viewed items and a 3-line cart, both layouts,
+* memory per session -- 25 viewed items and a 3-line cart, both layouts
+  (webtier's holding 27, the most a full session holds between trims),
   extrapolated to 10 million sessions.
 """
 
@@ -187,7 +188,8 @@ def _memory(h: Harness) -> Row:
     h.server.flush()
     gib = 2**30
     note = (
-        f"used_memory growth per session, with a user, 25 viewed items and a 3-line cart; "
+        f"used_memory growth per session, with a user, 25 viewed items and a 3-line cart "
+        f"(webtier: {w.HELD} held, the most between two trims); "
         f"for {EXTRAPOLATE_TO:,} sessions: webtier {ours.value * EXTRAPOLATE_TO / gib:.1f} GiB, "
         f"the book {theirs.value * EXTRAPOLATE_TO / gib:.1f} GiB; webtier also keeps the "
         "created time, a public id and the per-user index"

@@ -13,7 +13,8 @@
 -- ARGV[3] = public id of a session created here
 -- ARGV[4] = user to record, or '' to leave the user as it is
 -- ARGV[5] = item viewed, or ''
--- ARGV[6] = viewed items kept
+-- ARGV[6] = viewed items kept: the newest `keep`; between trims a session
+--           holds up to `keep` + SLACK, and readers take the newest `keep`
 -- ARGV[7] = idle timeout ms (0: off)
 -- ARGV[8] = absolute timeout ms (0: off)
 -- ARGV[9] = backstop ms: the key expires this long after the touch at most
@@ -35,7 +36,13 @@ local time = redis.call('TIME')
 local now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local now_ms = math.floor(now_us / 1000)
 
-local own = redis.call('HMGET', key, 'c', 'u', 'n', 'm')
+-- Dropping the least recently viewed item needs a pass over the session's
+-- fields, the dearest part of a touch: a full session takes SLACK more items
+-- and then drops SLACK + 1 in one pass, so a pass serves SLACK + 1 views.
+local SLACK = 2
+
+local field = (item ~= '' and keep > 0) and ('v' .. item) or false
+local own = redis.call('HMGET', key, 'c', 'u', 'n', 'm', field or 'n')
 local created, current = tonumber(own[1]), own[2]
 local views, held = tonumber(own[3]) or 0, tonumber(own[4]) or 0
 if created then
@@ -64,36 +71,42 @@ end
 
 if user ~= '' and user ~= current then redis.call('HSET', key, 'u', user) end
 
-if item ~= '' and keep > 0 then
-  -- HSET answers how many fields are new: 'n' on the first view, and the
-  -- item unless the session holds it already (then it is only renumbered).
-  local added = redis.call('HSET', key, 'n', views + 1, 'v' .. item, views + 1)
-  if views == 0 then added = added - 1 end
-  if added == 1 and held < keep then
-    redis.call('HSET', key, 'm', held + 1)
-  elseif added == 1 then
-    -- Full: forget the least recently viewed (more than one if `keep` was
-    -- lowered since), in one pass over the fields.
+if field then
+  local number = views + 1
+  if own[5] then
+    -- Held already: only renumbered, it becomes the newest.
+    redis.call('HSET', key, 'n', number, field, number)
+  elseif held < keep + SLACK then
+    redis.call('HSET', key, 'n', number, field, number, 'm', held + 1)
+  else
+    -- Full: keep the newest `keep` with this one. One pass picks the
+    -- `excess` oldest (more than SLACK + 1 if `keep` was lowered since),
+    -- by insertion into a short list. View numbers are integers without
+    -- leading zeros, so they compare as (length, text) with no conversion.
     local fields = redis.call('HGETALL', key)
-    local viewed = {}
+    local excess = held + 1 - keep
+    local byte, names, widths, numbers, found = string.byte, {}, {}, {}, 0
+    local function older(w, n, at) -- is (w, n) older than the entry at `at`?
+      return w < widths[at] or (w == widths[at] and n < numbers[at])
+    end
     for i = 1, #fields, 2 do
       local name = fields[i]
-      if #name > 1 and string.byte(name) == 118 then -- 'v'
-        viewed[#viewed + 1] = {tonumber(fields[i + 1]), name}
+      if #name > 1 and byte(name) == 118 then -- 'v'
+        local n = fields[i + 1]
+        local w = #n
+        local at = found < excess and found + 1 or excess
+        if at > found or older(w, n, at) then
+          while at > 1 and older(w, n, at - 1) do
+            names[at], widths[at], numbers[at] = names[at - 1], widths[at - 1], numbers[at - 1]
+            at = at - 1
+          end
+          names[at], widths[at], numbers[at] = name, w, n
+          if found < excess then found = found + 1 end
+        end
       end
     end
-    local excess = #viewed - keep
-    if excess == 1 then
-      local oldest = viewed[1]
-      for i = 2, #viewed do
-        if viewed[i][1] < oldest[1] then oldest = viewed[i] end
-      end
-      redis.call('HDEL', key, oldest[2])
-    else
-      table.sort(viewed, function(a, b) return a[1] < b[1] end)
-      for i = 1, excess do redis.call('HDEL', key, viewed[i][2]) end
-      redis.call('HSET', key, 'm', keep)
-    end
+    if found > 0 then redis.call('HDEL', key, unpack(names)) end
+    redis.call('HSET', key, 'n', number, field, number, 'm', held + 1 - found)
   end
 end
 
