@@ -539,6 +539,11 @@ def _check_limit(limit: object) -> int:
     return limit
 
 
+def _whole(score: Reply) -> int:
+    # Scores are whole µs below 2**53, which Redis writes without exponent.
+    return int(float(score))
+
+
 def _choose(
     settings: SessionSettings, picks: list[Reply], keep: int, per_shard: int
 ) -> dict[int, tuple[int, int]]:
@@ -556,10 +561,10 @@ def _choose(
     for shard, (seconds, micros, sessions, *page) in enumerate(picks):
         remaining += int(sessions)
         cutoff = int(seconds) * 1_000_000 + int(micros) - min(idle_us or backstop_us, backstop_us)
-        for score in map(int, page):
+        for score in map(_whole, page):
             (stale if score < cutoff else fresh).append((score, shard))
         if len(page) == per_shard:
-            horizon = min(horizon, int(page[-1]))
+            horizon = min(horizon, _whole(page[-1]))
     fresh = sorted(entry for entry in fresh if entry[0] <= horizon)
     over = max(0, remaining - len(stale) - keep)
     chosen: dict[int, tuple[int, int]] = {}

@@ -71,6 +71,18 @@ class Contender:
     commands: frozenset[str] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """One side of a pass comparison: a job over a data set that ``prepare``
+    builds afresh before each timed pass; the job returns how many items it
+    handled."""
+
+    name: str
+    prepare: Callable[[], object]
+    job: Callable[[], int]
+    commands: frozenset[str] | None = None
+
+
 class Harness:
     """Measures workloads against one server; collects every measurement."""
 
@@ -168,36 +180,39 @@ class Harness:
             for c, r, us, cpu in zip(contenders, rates, server_us, cpu_us, strict=True)
         ]
 
-    def passes(
-        self,
-        name: str,
-        prepare: Callable[[], object],
-        job: Callable[[], int],
-        unit: str,
-        commands: frozenset[str] | None = None,
-    ) -> Measurement:
-        """Rate of ``job`` (which returns how many items it handled), run
-        ``repeat`` times, each after an untimed ``prepare()``."""
-        rates: list[float] = []
-        server_us: list[float] = []
-        cpu_us: list[float] = []
-        notes: list[str] = []
+    def passes(self, contenders: Sequence[Pass], unit: str) -> list[Measurement]:
+        """Each contender's rate: its ``job`` (which returns how many items it
+        handled) after an untimed ``prepare()``; the contenders take turns,
+        ``repeat`` rounds of one pass each, so drift of a shared machine
+        falls on both sides alike."""
+        runs: list[list[tuple[float, float, float, str]]] = [[] for _ in contenders]
         for round_number in range(self.settings.repeat):
-            self.say(f"{name}: preparing, run {round_number + 1}/{self.settings.repeat}")
-            prepare()
-            self.server.reset_stats()
-            started = time.perf_counter()
-            items = job()
-            elapsed = time.perf_counter() - started
-            usage = self.server.usage(commands)
-            rates.append(items / elapsed)
-            server_us.append(usage.usec / items if items else 0.0)
-            cpu_us.append(usage.cpu_seconds * 1e6 / items if items else 0.0)
-            notes.append(f"{items:,} in {elapsed:.2f} s")
-        measurement = Measurement(
-            name, 1, unit, tuple(rates), tuple(server_us), tuple(cpu_us), "; ".join(notes)
-        )
-        return self._record(measurement)
+            for i, contender in enumerate(contenders):
+                self.say(
+                    f"{contender.name}: preparing, run {round_number + 1}/{self.settings.repeat}"
+                )
+                contender.prepare()
+                self.server.reset_stats()
+                started = time.perf_counter()
+                items = contender.job()
+                elapsed = time.perf_counter() - started
+                usage = self.server.usage(contender.commands)
+                runs[i].append(
+                    (
+                        items / elapsed,
+                        usage.usec / items if items else 0.0,
+                        usage.cpu_seconds * 1e6 / items if items else 0.0,
+                        f"{items:,} in {elapsed:.2f} s",
+                    )
+                )
+        measurements = []
+        for contender, found in zip(contenders, runs, strict=True):
+            rates, server_us, cpu_us, notes = zip(*found, strict=True)
+            measurement = Measurement(
+                contender.name, 1, unit, rates, server_us, cpu_us, "; ".join(notes)
+            )
+            measurements.append(self._record(measurement))
+        return measurements
 
     def raw(
         self,

@@ -23,7 +23,7 @@ from webtier._ops import counters
 from webtier._protocol import Command, Request, ScriptCall
 from webtier.bench import _counter_workloads as w
 from webtier.bench import book
-from webtier.bench._harness import Contender, Harness
+from webtier.bench._harness import Contender, Harness, Pass
 from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import Config
 
@@ -216,11 +216,12 @@ def _cleanup(h: Harness) -> Row:
             return size
 
         unit = "counters/s"
-        ours_m = h.passes(
-            "webtier counters.clean", prepare_ours, ours, unit, WEBTIER_CLEAN_COMMANDS
-        )
-        theirs_m = h.passes(
-            "book clean_counters", prepare_theirs, theirs, unit, BOOK_CLEAN_COMMANDS
+        ours_m, theirs_m = h.passes(
+            [
+                Pass("webtier counters.clean", prepare_ours, ours, WEBTIER_CLEAN_COMMANDS),
+                Pass("book clean_counters", prepare_theirs, theirs, BOOK_CLEAN_COMMANDS),
+            ],
+            unit,
         )
         left = conn.zcard("known:")
     last = reports[-1]

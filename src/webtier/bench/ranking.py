@@ -27,7 +27,7 @@ from functools import partial
 from webtier.bench import _ranking_workloads as w
 from webtier.bench import book
 from webtier.bench._counter_workloads import client_on, tier_on
-from webtier.bench._harness import Contender, Harness
+from webtier.bench._harness import Contender, Harness, Pass
 from webtier.bench._loops import Workload
 from webtier.bench._results import Measurement, Row
 from webtier.config import Config
@@ -115,8 +115,13 @@ def _rescale(h: Harness) -> Row:
             return size
 
         unit = "items/s"
-        ours_m = h.passes("webtier ranking.rescale", prepare, ours, unit, WEBTIER_RESCALE_COMMANDS)
-        theirs_m = h.passes("book rescale_viewed", prepare, theirs, unit, BOOK_RESCALE_COMMANDS)
+        ours_m, theirs_m = h.passes(
+            [
+                Pass("webtier ranking.rescale", prepare, ours, WEBTIER_RESCALE_COMMANDS),
+                Pass("book rescale_viewed", prepare, theirs, BOOK_RESCALE_COMMANDS),
+            ],
+            unit,
+        )
         kept = conn.zcard("viewed:")
     note = (
         f"{size:,} items trimmed to the 20,000 most viewed and halved; the book's pass, "

@@ -28,7 +28,7 @@ from webtier._protocol import Command, ScriptCall
 from webtier.bench import _session_workloads as w
 from webtier.bench import book
 from webtier.bench._counter_workloads import client_on
-from webtier.bench._harness import Contender, Harness
+from webtier.bench._harness import Contender, Harness, Pass
 from webtier.bench._loops import Loop
 from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import Config
@@ -42,6 +42,9 @@ EXTRAPOLATE_TO = 10_000_000
 WEBTIER_TOUCH = frozenset({"evalsha", "zincrby"})
 BOOK_TOUCH = frozenset({"hset", "zadd", "zremrangebyrank", "zincrby"})
 CHECK = frozenset({"hget"})
+# evalsha's time holds the commands its scripts run (listed again on their own)
+WEBTIER_CLEAN = frozenset({"evalsha"})
+BOOK_CLEAN = frozenset({"zcard", "zrange", "del", "hdel", "zrem"})
 
 TOUCH_GOALS = {1: (Goal(3.5),), 4: (Goal(3.0),)}
 CLEANUP_GOALS = (Goal(2.0),)
@@ -159,8 +162,13 @@ def _cleanup(h: Harness) -> Row:
                 removed += step
             return removed
 
-        ours_m = h.passes("webtier sessions.clean", prepare_ours, ours, "tokens/s")
-        theirs_m = h.passes("book clean_full_sessions", prepare_theirs, theirs, "tokens/s")
+        ours_m, theirs_m = h.passes(
+            [
+                Pass("webtier sessions.clean", prepare_ours, ours, WEBTIER_CLEAN),
+                Pass("book clean_full_sessions", prepare_theirs, theirs, BOOK_CLEAN),
+            ],
+            "tokens/s",
+        )
     h.server.flush()
     note = (
         f"{size:,} sessions, each with 25 viewed items and a 3-line cart, all removed "
