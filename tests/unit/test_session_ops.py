@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import random
 import uuid
 from typing import Any
 
@@ -232,3 +234,54 @@ def test_the_cleaner_removes_sessions_idle_past_the_timeout() -> None:
 def test_bad_settings_are_refused(settings: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         SessionSettings(**settings)
+
+
+def _choose_entry_by_entry(
+    settings: SessionSettings, picks: list[Any], keep: int, per_shard: int
+) -> dict[int, tuple[int, int]]:
+    """The cleaner's choice, written plainly: every entry a (score, shard)."""
+    idle_us, backstop_us = settings.idle_timeout * 1e6, settings.backstop * 1e6
+    remaining, stale, fresh, horizon = 0, [], [], math.inf
+    for shard, (seconds, micros, count, *page) in enumerate(picks):
+        remaining += count
+        cutoff = seconds * 1_000_000 + micros - min(idle_us or backstop_us, backstop_us)
+        for score in page:
+            (stale if score < cutoff else fresh).append((score, shard))
+        if len(page) == per_shard:
+            horizon = min(horizon, page[-1])
+    fresh = sorted(entry for entry in fresh if entry[0] <= horizon)
+    over = max(0, remaining - len(stale) - keep)
+    chosen: dict[int, tuple[int, int]] = {}
+    for score, shard in (stale + fresh[:over])[: settings.clean_batch]:
+        highest, n = chosen.get(shard, (score, 0))
+        chosen[shard] = (max(highest, score), n + 1)
+    return chosen
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_the_cleaners_choice_matches_the_plain_one(seed: int) -> None:
+    rng = random.Random(seed)
+    shards, per_shard = rng.randint(1, 6), rng.randint(1, 8)
+    settings = SessionSettings(
+        shards=shards, clean_batch=rng.randint(1, 30), idle_timeout=rng.choice([0, 50])
+    )
+    now = 1_700_000_000
+    picks = []
+    for _ in range(shards):
+        # Few distinct scores, so ties across shards are common; some stale.
+        stored = rng.randint(0, per_shard + 5)
+        page = sorted(
+            (now - rng.choice([0, 10, 40, 50, 60, 90])) * 10**6 + rng.randint(0, 3)
+            for _ in range(min(stored, per_shard))
+        )
+        picks.append([now, 0, stored, *page])
+    keep = rng.randint(0, 25)
+    wire = [[s, m, c, *(str(x).encode() for x in page)] for s, m, c, *page in picks]
+    assert sessions._choose(settings, wire, keep, per_shard) == _choose_entry_by_entry(
+        settings, picks, keep, per_shard
+    )
+
+
+def test_scores_in_any_form_redis_writes_are_read() -> None:
+    assert sessions._scores([b"1795556194154123", b"7"]) == [1795556194154123, 7]
+    assert sessions._scores([b"1.5e+15", b"7"]) == [1_500_000_000_000_000, 7]

@@ -23,6 +23,7 @@ one script in one slot. See docs/sessions.md.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import time
@@ -539,9 +540,13 @@ def _check_limit(limit: object) -> int:
     return limit
 
 
-def _whole(score: Reply) -> int:
-    # Scores are whole µs below 2**53, which Redis writes without exponent.
-    return int(float(score))
+def _scores(page: list[Reply]) -> list[int]:
+    # Scores are whole µs below 2**53, which Redis writes as plain digits;
+    # anything else (a score some other writer left) is read as a float.
+    try:
+        return [int(score) for score in page]
+    except ValueError:
+        return [int(float(score)) for score in page]
 
 
 def _choose(
@@ -549,29 +554,59 @@ def _choose(
 ) -> dict[int, tuple[int, int]]:
     """Per shard, (highest score, how many) of its oldest sessions to remove,
     from each shard's [seconds, µs, sessions, oldest scores...]. Every shard's
-    choice is a run of its oldest, so a score and a count say it."""
+    choice is a run of its oldest, so a score and a count say it.
+
+    Stale sessions (idle past the timeout or the backstop) go first, in shard
+    order; then, while the store is over ``keep``, the oldest fresh ones of
+    all shards (ties in shard order); at most ``clean_batch`` in all. Pages
+    are sorted, so each shard's stale and chosen sessions are prefixes of its
+    page: counted with bisection, not entry by entry (a step reads thousands)."""
     idle_us, backstop_us = settings.idle_timeout * 1e6, settings.backstop * 1e6
     remaining = 0
-    stale: list[tuple[int, int]] = []  # (score, shard)
-    fresh: list[tuple[int, int]] = []
+    pages: list[list[int]] = []
+    stale: list[int] = []  # per shard, how many of its page are stale
     # A shard whose page came back full may hold entries older than the ones
     # another shard's page shows: only entries up to the lowest end of a full
     # page are surely among the oldest of all shards, so only those are chosen.
     horizon = math.inf
-    for shard, (seconds, micros, sessions, *page) in enumerate(picks):
+    for seconds, micros, sessions, *page in picks:
         remaining += int(sessions)
         cutoff = int(seconds) * 1_000_000 + int(micros) - min(idle_us or backstop_us, backstop_us)
-        for score in map(_whole, page):
-            (stale if score < cutoff else fresh).append((score, shard))
-        if len(page) == per_shard:
-            horizon = min(horizon, _whole(page[-1]))
-    fresh = sorted(entry for entry in fresh if entry[0] <= horizon)
-    over = max(0, remaining - len(stale) - keep)
-    chosen: dict[int, tuple[int, int]] = {}
-    for score, shard in (stale + fresh[:over])[: settings.clean_batch]:
-        highest, count = chosen.get(shard, (score, 0))
-        chosen[shard] = (max(highest, score), count + 1)
-    return chosen
+        scores = _scores(page)
+        pages.append(scores)
+        stale.append(bisect.bisect_left(scores, cutoff))
+        if len(scores) == per_shard:
+            horizon = min(horizon, scores[-1])
+    budget = settings.clean_batch
+    taken = []
+    for count in stale:
+        taken.append(min(count, budget))
+        budget -= taken[-1]
+    fresh = [
+        scores[first : bisect.bisect_right(scores, horizon, lo=first)]
+        for scores, first in zip(pages, stale, strict=True)
+    ]
+    wanted = min(max(0, remaining - sum(stale) - keep), budget)
+    if wanted:
+        _take_oldest(fresh, wanted, taken)
+    return {shard: (pages[shard][count - 1], count) for shard, count in enumerate(taken) if count}
+
+
+def _take_oldest(runs: list[list[int]], wanted: int, taken: list[int]) -> None:
+    """Add to ``taken`` the ``wanted`` lowest scores of the sorted ``runs``
+    (all of them if fewer), ties going to the lower shard."""
+    merged = sorted(score for run in runs for score in run)
+    if wanted >= len(merged):
+        for shard, run in enumerate(runs):
+            taken[shard] += len(run)
+        return
+    last = merged[wanted - 1]
+    below = [bisect.bisect_left(run, last) for run in runs]
+    ties = wanted - sum(below)
+    for shard, run in enumerate(runs):
+        at_last = min(bisect.bisect_right(run, last) - below[shard], ties)
+        ties -= at_last
+        taken[shard] += below[shard] + at_last
 
 
 def clean(
