@@ -183,6 +183,8 @@ def exchange(step: Step, policy: RetryPolicy) -> Generator[Action, Any, Any]:
     if isinstance(step, Gather):
         return (yield from _recover(step.requests, policy, first=None))
     requests = (step,) if isinstance(step, Request) else step
+    if not requests:
+        return []
     # The hot path: every request served by one node (always so on a single
     # server), sent once, every reply fine. Anything else is recovered.
     target: Any = requests[0].route

@@ -168,6 +168,11 @@ def test_requests_on_one_node_go_in_one_send_and_replies_split_back() -> None:
     assert seen[1] == Send("a", (("GET", "a"), ("GET", "x"), ("INCR", "b")))
 
 
+def test_no_requests_send_nothing() -> None:
+    result, seen = drive((), [])
+    assert (result, seen) == ([], [])
+
+
 def test_a_redirect_in_a_shared_send_resends_only_that_request() -> None:
     step = (read("a", ("GET", "a")), write("b", ("INCR", "b"), idempotent=False))
     moved = rx.MovedError("3999 127.0.0.1:7001")
