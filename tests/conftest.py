@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -297,3 +299,35 @@ def wait_for(check: Callable[[], object], what: str, timeout: float = 30.0) -> N
     while not check():
         assert time.monotonic() < deadline, what
         time.sleep(0.02)
+
+
+class BackgroundLoad:
+    """Runs ``step`` over and over on a thread while the block runs, for the
+    fault tests: counts each outcome by the name ``step`` returns, and
+    ``"unavailable"`` when it raises RedisUnavailable (OutcomeUnknown
+    included); any other error is kept in ``errors`` and ends the load."""
+
+    def __init__(self, step: Callable[[], str]) -> None:
+        self.outcomes: Counter[str] = Counter()
+        self.errors: list[BaseException] = []
+        self._step = step
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.outcomes[self._step()] += 1
+            except webtier.RedisUnavailable:
+                self.outcomes["unavailable"] += 1
+            except BaseException as error:
+                self.errors.append(error)
+                return
+
+    def __enter__(self) -> BackgroundLoad:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()

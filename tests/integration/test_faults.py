@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -17,7 +16,7 @@ import redis.asyncio
 from redis.crc import key_slot
 
 import webtier
-from tests.conftest import wait_for
+from tests.conftest import BackgroundLoad, wait_for
 from webtier._keys import shard_of
 from webtier.config import Config, RetryPolicy
 from webtier.embedded import find_redis_server
@@ -93,36 +92,23 @@ def test_reads_ride_out_a_short_stall(server: RedisServer) -> None:
 
 def test_a_restart_mid_load_fails_cleanly_and_recovers(server: RedisServer) -> None:
     tier = webtier.WebTier(server.client(socket_timeout=1), Config(prefix="restart"))
-    outcomes: dict[str, int] = {"ok": 0, "unavailable": 0}
-    other: list[BaseException] = []
-    stop = threading.Event()
 
-    def load() -> None:
-        while not stop.is_set():
-            try:
-                tier.counters.record("hits", 1, now=NOW)
-                outcomes["ok"] += 1
-            except webtier.RedisUnavailable:  # OutcomeUnknown included
-                outcomes["unavailable"] += 1
-            except BaseException as error:
-                other.append(error)
-                return
+    def record() -> str:
+        tier.counters.record("hits", 1, now=NOW)
+        return "ok"
 
-    loader = threading.Thread(target=load)
-    loader.start()
-    try:
-        wait_for(lambda: outcomes["ok"] > 0, "no record succeeded before the restart")
+    with BackgroundLoad(record) as load:
+        wait_for(lambda: load.outcomes["ok"] > 0, "no record succeeded before the restart")
         server.kill()
         # Down until a record has given up: a shorter outage is ridden out
         # by the retry budget, which is right but not what this tests.
-        wait_for(lambda: outcomes["unavailable"] > 0 or other, "no record failed while down")
+        wait_for(
+            lambda: load.outcomes["unavailable"] > 0 or load.errors, "no record failed while down"
+        )
         server.launch()  # same port, empty (no persistence)
-        before = outcomes["ok"]
-        wait_for(lambda: outcomes["ok"] > before or other, "recording did not resume")
-    finally:
-        stop.set()
-        loader.join()
-    assert other == []
+        before = load.outcomes["ok"]
+        wait_for(lambda: load.outcomes["ok"] > before or load.errors, "recording did not resume")
+    assert load.errors == []
     assert total(server, "restart", "hits") > 0
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
 
 import webtier
-from tests.conftest import wait_for
+from tests.conftest import BackgroundLoad, wait_for
 from tests.integration.test_faults import stall
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer
@@ -70,33 +69,19 @@ def test_a_restart_ends_sessions_cleanly_and_strict_touch_does_not_revive_them(
 ) -> None:
     tier = webtier.WebTier(server.client(socket_timeout=1), Config(prefix="restart"))
     token = tier.sessions.new(user="alice")
-    outcomes: dict[str, int] = {"ok": 0, "gone": 0, "unavailable": 0}
-    other: list[BaseException] = []
-    stop = threading.Event()
 
-    def load() -> None:
-        while not stop.is_set():
-            try:
-                touched = tier.sessions.touch(token, item="7")
-                outcomes["ok" if touched else "gone"] += 1
-            except webtier.RedisUnavailable:  # OutcomeUnknown included
-                outcomes["unavailable"] += 1
-            except BaseException as error:
-                other.append(error)
-                return
+    def touch() -> str:
+        return "ok" if tier.sessions.touch(token, item="7") else "gone"
 
-    loader = threading.Thread(target=load)
-    loader.start()
-    try:
-        wait_for(lambda: outcomes["ok"] > 0, "no touch succeeded before the restart")
+    with BackgroundLoad(touch) as load:
+        wait_for(lambda: load.outcomes["ok"] > 0, "no touch succeeded before the restart")
         server.kill()
-        wait_for(lambda: outcomes["unavailable"] > 0 or other, "no touch failed while down")
+        wait_for(
+            lambda: load.outcomes["unavailable"] > 0 or load.errors, "no touch failed while down"
+        )
         server.launch()  # same port, empty (no persistence): the session is gone
-        wait_for(lambda: outcomes["gone"] > 0 or other, "touching did not resume")
-    finally:
-        stop.set()
-        loader.join()
-    assert other == []
+        wait_for(lambda: load.outcomes["gone"] > 0 or load.errors, "touching did not resume")
+    assert load.errors == []
     assert tier.sessions.check(token) is None
     assert tier.sessions.info(token) is None  # never re-created by a strict touch
     fresh = tier.sessions.new(user="alice")  # scripts reloaded on the new server
