@@ -35,6 +35,11 @@ from redis.retry import Retry
 from webtier.config import Config
 from webtier.errors import ConfigError
 
+# connect_async on a single server: connections at most, and seconds a request
+# waits for one when all are busy (redis-py's plain pool would fail at once).
+ASYNC_MAX_CONNECTIONS = 100
+ASYNC_POOL_TIMEOUT = 20.0
+
 DEFAULTS: dict[str, Any] = {
     "socket_connect_timeout": 2.0,
     "socket_timeout": 5.0,
@@ -106,14 +111,26 @@ def connect(url: str, **options: Any) -> redis.Redis | redis.cluster.RedisCluste
 def connect_async(
     url: str, **options: Any
 ) -> redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster:
-    """An asyncio redis-py client for ``url``; keyword options go to redis-py."""
+    """An asyncio redis-py client for ``url``; keyword options go to redis-py.
+    On a single server its pool waits for a free connection when all
+    ``max_connections`` (100) are busy, up to ``pool_timeout`` (20 s)."""
     target = parse(url, **options)
     if target.cluster:
         nodes = [redis.asyncio.cluster.ClusterNode(h, p) for h, p in target.seeds[1:]]
         return redis.asyncio.cluster.RedisCluster.from_url(
             target.url, startup_nodes=nodes, **target.options
         )
-    return redis.asyncio.Redis.from_url(target.url, **target.options)
+    # One asyncio process may have hundreds of requests in flight: past the
+    # pool's cap a request waits for a free connection (up to ``pool_timeout``
+    # seconds) instead of failing at once with "Too many connections".
+    options = dict(target.options)
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        target.url,
+        max_connections=options.pop("max_connections", ASYNC_MAX_CONNECTIONS),
+        timeout=options.pop("pool_timeout", ASYNC_POOL_TIMEOUT),
+        **options,
+    )
+    return redis.asyncio.Redis.from_pool(pool)
 
 
 def disconnect(client: redis.Redis | redis.cluster.RedisCluster) -> None:

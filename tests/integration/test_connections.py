@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import Iterator
@@ -161,3 +162,18 @@ def test_a_blocking_pool_is_used_as_it_is(server: RedisServer) -> None:
     assert total(tier, "hits") == 5
     assert pool.pool.qsize() == 2  # every connection back in the blocking pool's queue
     pool.disconnect()
+
+
+def test_an_asyncio_burst_past_the_pool_waits_for_connections(server: RedisServer) -> None:
+    """250 operations at once, each holding its connection 0.2 s, on a pool
+    of 100: they wait their turn, none fails with "Too many connections"."""
+
+    async def burst() -> list[object]:
+        client = webtier.connect_async(server.url)
+        try:
+            calls = [client.execute_command("BLPOP", f"none:{n}", 0.2) for n in range(250)]
+            return await asyncio.gather(*calls)
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(burst()) == [None] * 250
