@@ -11,6 +11,7 @@ safe even for writes.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from importlib.resources import files
 
@@ -25,3 +26,11 @@ class Script:
     def load(cls, name: str) -> Script:
         source = files("webtier.scripts").joinpath(f"{name}.lua").read_bytes()
         return cls(name, source, hashlib.sha1(source).hexdigest())  # noqa: S324 (Redis names scripts by SHA-1)
+
+    def constant(self, name: str) -> int:
+        """The integer a script sets with ``local NAME = <digits>``: the one
+        place such a figure lives, when Python needs it too."""
+        found = re.search(rb"^local %s = (\d+)$" % name.encode(), self.source, re.MULTILINE)
+        if found is None:
+            raise LookupError(f"{self.name}.lua sets no constant {name}")
+        return int(found[1])

@@ -52,7 +52,7 @@ def test_the_bulk_loader_leaves_what_the_api_reads(servers: dict[str, RedisServe
         # The API goes on from there: one more view trims the session.
         assert tier.sessions.touch(token, item="item:new")
         assert tier.sessions.recently_viewed(token) == ["item:new", *newest[: w.VIEWED - 1]]
-        assert client.hlen(next(k for k in keys if client.hget(k, "u") == b"user:1")) == 3 + 5 + 25
+        assert client.hlen(next(k for k in keys if client.hget(k, "u") == b"user:1")) == 3 + 6 + 25
         assert w.webtier_sessions(url) == 3
     finally:
         client.flushdb()

@@ -239,3 +239,12 @@ def test_a_fan_out_of_one_recovers_like_a_request() -> None:
     step = (write("k", ("INCR", "k"), idempotent=False),)
     result, _ = drive(step, [Outcome([rx.MovedError("1 h:1")]), None, Outcome([1])])
     assert result == [[1]]
+
+
+def test_a_script_constant_is_read_from_its_source() -> None:
+    script = Script("demo", b"-- SLACK is said here\nlocal SLACK = 3\nlocal OTHER = x\n", "0" * 40)
+    assert script.constant("SLACK") == 3
+    with pytest.raises(LookupError, match="OTHER"):
+        script.constant("OTHER")
+    with pytest.raises(LookupError):
+        script.constant("LACK")

@@ -5,7 +5,8 @@ Layout, per session, in the shard ``crc32(token) % shards``:
 
 * one hash per session, ``<prefix>:{s:<shard>}:t:<token>``. One-letter
   fields are the session's own: user (``u``), created (``c``, server ms),
-  public id (``i``), views so far (``n``), viewed items held (``m``); longer
+  public id (``i``), views so far (``n``), viewed items held (``m``), when
+  the key expires (``e``, server ms: touches move it only when due); longer
   ones are a letter and a name: viewed items (``v<item>`` -> the number of
   its latest view), cart lines (``k<item>``) and data (``d<name>``, JSON).
   One key per session: it expires as a whole (idle, absolute or backstop)
@@ -59,6 +60,8 @@ END = Script.load("session_end")
 UPDATE = Script.load("session_update")
 CLEAN = Script.load("session_clean")
 PICK = Script.load("session_pick")
+# A full session holds up to `viewed` + this many items between two trims.
+VIEWED_SLACK = TOUCH.constant("SLACK")
 
 ViewCounter = Callable[[str], tuple[Request, ...]]
 _NEW_ATTEMPTS = 5  # a fresh 256-bit token is never taken; this only bounds a broken RNG

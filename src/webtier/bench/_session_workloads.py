@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from webtier._keys import shard_of
+from webtier._ops.sessions import VIEWED_SLACK
 from webtier.bench import book
 from webtier.bench._counter_workloads import client_on
 from webtier.bench._loops import Loop
@@ -30,7 +31,7 @@ PER_STEP = 10
 VIEWED = 25  # the book's, and the default
 # What a full webtier session holds at most between two trims of its viewed
 # items (session_touch.lua): the memory row measures that, the worst case.
-HELD = VIEWED + 2
+HELD = VIEWED + VIEWED_SLACK
 CART = (("item:1", 1), ("item:22", 2), ("item:333", 3))
 
 
@@ -139,6 +140,7 @@ def load_webtier(url: str, sessions: int, batch: int = 2000) -> None:
     cfg = Config(sessions=settings())
     backstop = int(cfg.sessions.backstop * 1000)
     now_ms = int(time.time() * 1000)
+    expires = now_ms + backstop + backstop // 64  # as session_touch.lua sets it
     with client_on(url) as conn:
         for start in range(0, sessions, batch):
             pipe = conn.pipeline(transaction=False)
@@ -149,10 +151,10 @@ def load_webtier(url: str, sessions: int, batch: int = 2000) -> None:
                 fields: dict[Any, Any] = {"c": now_ms, "i": new_session_id(), "u": user}
                 for k, item in enumerate(_viewed(n, HELD), start=1):
                     fields[f"v{item}"] = k
-                fields |= {"n": HELD, "m": HELD}
+                fields |= {"n": HELD, "m": HELD, "e": expires}
                 fields |= {f"k{item}": count for item, count in CART}
                 pipe.hset(key, mapping=fields)
-                pipe.pexpire(key, backstop)
+                pipe.pexpireat(key, expires)
                 pipe.zadd(cfg.keys.session_recent(route), {token: now_ms * 1000 + n})
                 users = cfg.keys.user_sessions(user, cfg.sessions.shards)
                 pipe.hset(users, token, "")

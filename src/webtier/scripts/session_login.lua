@@ -55,9 +55,15 @@ if top and tonumber(top) >= seen then seen = tonumber(top) + 1 end
 redis.call('ZREM', recent, ARGV[1])
 redis.call('ZADD', recent, string.format('%.0f', seen), ARGV[2])
 
-local idle, absolute = tonumber(ARGV[4]), tonumber(ARGV[5])
-local deadline = now_ms + tonumber(ARGV[6])
-if idle > 0 then deadline = math.min(deadline, now_ms + idle) end
-if absolute > 0 then deadline = math.min(deadline, now_ms + absolute) end
-redis.call('PEXPIREAT', new, string.format('%.0f', deadline))
+local idle, absolute, backstop = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+-- As a touch sets it (session_touch.lua): the backstop a 64th late, the
+-- timeouts exact; `e` says when, so touches know when to move it.
+local late = math.floor(backstop / 64)
+local deadline = now_ms + backstop
+if idle > 0 and now_ms + idle <= deadline then deadline, late = now_ms + idle, 0 end
+if absolute > 0 and now_ms + absolute <= deadline then deadline, late = now_ms + absolute, 0 end
+local expires = string.format('%d', deadline + late)
+redis.call('HSET', new, 'e', expires)
+redis.call('PEXPIREAT', new, expires)
+redis.call('PEXPIREAT', recent, string.format('%d', now_ms + backstop + math.floor(backstop / 64)))
 return {1, previous}

@@ -3,7 +3,8 @@
 --
 -- KEYS[1] = the session: a hash whose one-letter fields are the session's own,
 --           u = user, c = created (server ms), i = public session id,
---           n = item views so far, m = viewed items held; and whose longer
+--           n = item views so far, m = viewed items held, e = when the key
+--           expires (server ms, as last set); and whose longer
 --           fields are a letter and a name: v<item> = the number of its
 --           latest view, k<item> = cart count, d<name> = data value (JSON)
 -- KEYS[2] = the shard's recency index: zset token -> last seen (server µs)
@@ -17,7 +18,8 @@
 --           holds up to `keep` + SLACK, and readers take the newest `keep`
 -- ARGV[7] = idle timeout ms (0: off)
 -- ARGV[8] = absolute timeout ms (0: off)
--- ARGV[9] = backstop ms: the key expires this long after the touch at most
+-- ARGV[9] = backstop ms: the key expires this long after the touch, or up to
+--           a 64th of it later (see below)
 -- Returns {1, user or '', last seen µs} when touched (or created),
 -- {0} when there is no such session (or, for 'new', the token is in use),
 -- {-1, user} when, in 'live' mode, the session belongs to another user
@@ -27,24 +29,41 @@
 -- of the shard: a touched session is the newest of its shard whatever the
 -- clocks do, so a cleaner that removes only entries up to a score it read
 -- earlier can never remove a session touched since (session_clean.lua).
+--
+-- Every call from a script costs the server about as much as the rest of a
+-- touch together, and number formatting with %g (what Lua's tostring does)
+-- several times an integer's %d: this script makes five calls on most
+-- touches and writes numbers with %d.
+--
+-- Expiry: the key's deadline is the touch plus the backstop, or sooner when
+-- the idle or the absolute timeout ends first. Those two are exact: the key
+-- is set to expire at that very time. The backstop only bounds memory, so it
+-- is kept lazily: it is set a 64th of the backstop late, and not written
+-- again (key and index: two calls) until a touch finds it due to move past
+-- that. The key never expires before its deadline, and at most a 64th of the
+-- backstop after it.
 
 local key, recent, token, mode = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
-local user, item, keep = ARGV[4], ARGV[5], tonumber(ARGV[6])
-local idle, absolute, backstop = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+-- Text becomes a number by arithmetic (`text + 0`): one parse, where
+-- tonumber() parses twice in Redis's Lua 5.1.
+local user, item, keep = ARGV[4], ARGV[5], ARGV[6] + 0
+local idle, absolute, backstop = ARGV[7] + 0, ARGV[8] + 0, ARGV[9] + 0
+local format = string.format
 
 local time = redis.call('TIME')
-local now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local now_ms = math.floor(now_us / 1000)
+local micros = time[2]
+local now_text = time[1] .. string.rep('0', 6 - #micros) .. micros
+local now_ms = time[1] * 1000 + math.floor(micros / 1000)
 
 -- Dropping the least recently viewed item needs a pass over the session's
 -- fields, the dearest part of a touch: a full session takes SLACK more items
 -- and then drops SLACK + 1 in one pass, so a pass serves SLACK + 1 views.
-local SLACK = 2
+local SLACK = 3
 
 local field = (item ~= '' and keep > 0) and ('v' .. item) or false
-local own = redis.call('HMGET', key, 'c', 'u', 'n', 'm', field or 'n')
-local created, current = tonumber(own[1]), own[2]
-local views, held = tonumber(own[3]) or 0, tonumber(own[4]) or 0
+local own = redis.call('HMGET', key, 'c', 'u', 'n', 'm', 'e', field or 'n')
+local created, current = own[1] and own[1] + 0, own[2]
+local views, held = own[3] and own[3] + 0 or 0, own[4] and own[4] + 0 or 0
 if created then
   if mode == 'new' then return {0} end
   -- Strict mode refuses to switch users without a login (which rotates the
@@ -57,27 +76,42 @@ elseif mode == 'live' then
   return {0}
 else
   created = now_ms
-  redis.call('HSET', key, 'c', created, 'i', ARGV[3])
+  redis.call('HSET', key, 'c', format('%d', created), 'i', ARGV[3])
 end
 
+local late = math.floor(backstop / 64)
 local deadline = now_ms + backstop
-if idle > 0 then deadline = math.min(deadline, now_ms + idle) end
-if absolute > 0 then deadline = math.min(deadline, created + absolute) end
+if idle > 0 and now_ms + idle <= deadline then deadline, late = now_ms + idle, 0 end
+if absolute > 0 and created + absolute <= deadline then deadline, late = created + absolute, 0 end
 if deadline <= now_ms then
   redis.call('DEL', key)
   redis.call('ZREM', recent, token)
   return {0}
 end
 
-if user ~= '' and user ~= current then redis.call('HSET', key, 'u', user) end
+-- What the session's hash gets, in one HSET at the end.
+local writes, count = {}, 0
+local function put(name, value)
+  writes[count + 1], writes[count + 2] = name, value
+  count = count + 2
+end
+if user ~= '' and user ~= current then put('u', user) end
+
+local expires = own[5] and own[5] + 0
+local expire_text = false
+if not expires or expires < deadline or expires > deadline + late then
+  expire_text = format('%d', deadline + late)
+  put('e', expire_text)
+end
 
 if field then
-  local number = views + 1
-  if own[5] then
+  local number = format('%d', views + 1)
+  put('n', number)
+  put(field, number)
+  if own[6] then
     -- Held already: only renumbered, it becomes the newest.
-    redis.call('HSET', key, 'n', number, field, number)
   elseif held < keep + SLACK then
-    redis.call('HSET', key, 'n', number, field, number, 'm', held + 1)
+    put('m', format('%d', held + 1))
   else
     -- Full: keep the newest `keep` with this one. One pass picks the
     -- `excess` oldest (more than SLACK + 1 if `keep` was lowered since),
@@ -106,16 +140,23 @@ if field then
       end
     end
     if found > 0 then redis.call('HDEL', key, unpack(names)) end
-    redis.call('HSET', key, 'n', number, field, number, 'm', held + 1 - found)
+    put('m', format('%d', held + 1 - found))
   end
 end
+if count > 0 then redis.call('HSET', key, unpack(writes)) end
 
-local seen = now_us
-local top = redis.call('ZREVRANGE', recent, 0, 0, 'WITHSCORES')[2]
-if top and tonumber(top) >= seen then seen = tonumber(top) + 1 end
-local seen_text = string.format('%.0f', seen)
-redis.call('ZADD', recent, seen_text, token)
-redis.call('PEXPIREAT', key, string.format('%.0f', deadline))
--- The index holds no data of its own; it lives while sessions are touched.
-redis.call('PEXPIRE', recent, backstop)
-return {1, user, seen_text}
+-- Above every score of the shard: ZCOUNT answers with an integer, where
+-- reading the top score would have the server format a double.
+local seen = now_text
+if redis.call('ZCOUNT', recent, now_text, '+inf') > 0 then
+  local top = redis.call('ZREVRANGE', recent, 0, 0, 'WITHSCORES')[2]
+  seen = format('%d', tonumber(top) + 1)
+end
+redis.call('ZADD', recent, seen, token)
+if expire_text then
+  redis.call('PEXPIREAT', key, expire_text)
+  -- The index holds no data of its own: it outlives every session whose
+  -- expiry was set with it, and lives on while sessions are touched.
+  redis.call('PEXPIREAT', recent, format('%d', now_ms + backstop + math.floor(backstop / 64)))
+end
+return {1, user, seen}
