@@ -301,6 +301,43 @@ async def test_the_cleaner_keeps_the_newest_sessions(
     assert (again.deleted, again.remaining) == (0, 4)
 
 
+async def test_the_cleaner_keeps_exactly_the_newest_of_many(tier_factory: Any, config: Any) -> None:
+    """Enough sessions per shard that the cleaner chooses from sampled
+    scores (a threshold), then from whole pages near the limit."""
+    tier = tier_factory(_with(config, shards=4, clean_batch=150))
+    tokens = [await tier.sessions.new() for _ in range(500)]
+    order = random.Random(3).sample(tokens, len(tokens))
+    for token in order:
+        await tier.sessions.touch(token)
+    report = await tier.sessions.clean(limit=120)
+    assert (report.deleted, report.spared, report.remaining) == (380, 0, 120)
+    assert report.steps >= 3  # at most 150 a step
+    alive = {t for t in tokens if await tier.sessions.info(t) is not None}
+    assert alive == set(order[-120:])
+
+
+def test_the_pick_script_answers_as_the_cleaner_reads_it(sync_client: Any, prefix: str) -> None:
+    from tests.unit.test_session_ops import sampled_pick
+
+    key = f"{prefix}:{{s:0}}:recent"
+    seconds, _ = sync_client.time()
+    now = seconds * 10**6
+    # Whole µs scores: 30 idle for an hour or more, 70 recent.
+    scores = sorted([now - 3_600 * 10**6 - i for i in range(30)] + [now - i for i in range(70)])
+    sync_client.zadd(key, {f"token{i}": score for i, score in enumerate(scores)})
+    age = 1_800 * 10**6
+    for page in (1, 4, 5, 6, 38, 100, 1000):
+        reply = sync_client.eval(session_ops.PICK.source, 1, key, age, page, "sample")
+        cutoff = int(reply[0])
+        assert now - age - 10**6 < cutoff < now - age + 60 * 10**6
+        assert reply == sampled_pick(scores, cutoff, page)
+        whole = sync_client.eval(session_ops.PICK.source, 1, key, age, page, "all")
+        assert int(whole[0]) >= cutoff
+        assert whole[1:] == [100, 30, *(str(x).encode() for x in scores[:page])]
+    sync_client.delete(key)
+    assert sync_client.eval(session_ops.PICK.source, 1, key, age, 5, "sample")[1:] == [0, 0]
+
+
 async def test_idle_timeout_is_enforced_by_redis(
     tier_factory: Any, config: Any, redis_url: str, prefix: str
 ) -> None:

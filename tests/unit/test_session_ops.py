@@ -181,39 +181,83 @@ def test_cart_merge_respects_the_limits() -> None:
 
 def test_the_cleaner_chooses_only_the_oldest_of_all_shards() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=2))
+    age = 30 * 86400 * 10**6  # the backstop, in µs
     op = sessions.clean(cfg, limit=3)
     picks = next(op)
     assert [(r.route, r.commands[0].keys, r.commands[0].args) for r in picks] == [
-        ("p:{s:0}", ("p:{s:0}:recent",), (2,)),
-        ("p:{s:1}", ("p:{s:1}:recent",), (2,)),
+        ("p:{s:0}", ("p:{s:0}:recent",), (age, 2, "sample")),
+        ("p:{s:1}", ("p:{s:1}:recent",), (age, 2, "sample")),
     ]
     t = 1_700_000_000_000_000
-    now = [t // 10**6, 0]
-    # Shard 0 holds 4 (its page is full, up to t-10), shard 1 holds 2. Six
-    # sessions, three over the limit, two a step; entries up to t-10 only
-    # are surely the oldest (shard 0 may hold more below it): t-50, t-20.
-    calls = op.send([[[*now, 4, t - 50, t - 10]], [[*now, 2, t - 20, t - 5]]])
+    cutoff = t - age
+    # Shard 0 holds 4 (its page of 2 is full, up to t-10), shard 1 holds 2.
+    # Six sessions, three over the limit, two a step. Every session scoring
+    # up to t-20 goes: at most 1 in shard 0 (its next sample is t-10, at
+    # rank 1), 1 in shard 1.
+    sampled = [[cutoff, 4, 0, 0, t - 50, 1, t - 10], [cutoff, 2, 0, 0, t - 20, 1, t - 5]]
+    calls = op.send([[reply] for reply in sampled])
     assert [(r.route, r.commands[0].keys, r.commands[0].args) for r in calls] == [
-        ("p:{s:0}", ("p:{s:0}:recent", "p:{s:0}:t:"), (t - 50, 1)),
+        ("p:{s:0}", ("p:{s:0}:recent", "p:{s:0}:t:"), (t - 20, 1)),
         ("p:{s:1}", ("p:{s:1}:recent", "p:{s:1}:t:"), (t - 20, 1)),
     ]
     # Shard 1's session was touched meanwhile: spared.
     final = op.send([[1], [0]])
     assert final[0].commands[0].script is sessions.PICK
     # Now 3 are left: at the limit, done.
-    report = finish_sent(op, [[[*now, 2, t - 10, t - 5]], [[*now, 1, t]]])
+    done = [[cutoff, 2, 0, 0, t - 10, 1, t - 5], [cutoff, 1, 0, 0, t]]
+    report = finish_sent(op, [[reply] for reply in done])
     assert (report.deleted, report.spared, report.remaining, report.steps) == (1, 1, 3, 1)
+
+
+def test_tied_samples_make_the_cleaner_read_whole_pages() -> None:
+    cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=2))
+    op = sessions.clean(cfg, limit=3)
+    next(op)
+    t = 1_700_000_000_000_000
+    # One over the limit, and both shards' oldest score t-50: any threshold
+    # may take two. Whole pages settle the tie in shard order.
+    sampled = [[0, 2, 0, 0, t - 50, 1, t - 10], [0, 2, 0, 0, t - 50, 1, t - 5]]
+    pages = op.send([[reply] for reply in sampled])
+    assert [r.commands[0].args[2] for r in pages] == ["all", "all"]
+    (call,) = op.send([[[0, 2, 0, t - 50, t - 10]], [[0, 2, 0, t - 50, t - 5]]])
+    assert (call.route, call.commands[0].args) == ("p:{s:0}", (t - 50, 1))
+    op.send([[1]])
+    done = [[0, 1, 0, 0, t - 10], [0, 2, 0, 0, t - 50, 1, t - 5]]
+    report = finish_sent(op, [[reply] for reply in done])
+    assert (report.deleted, report.remaining, report.steps) == (1, 3, 1)
+
+
+def test_the_cleaner_removes_by_a_threshold_when_samples_suffice() -> None:
+    cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=100))
+    op = sessions.clean(cfg, limit=5)
+    next(op)
+    t = 1_700_000_000_000_000
+    # 13 sessions, 8 over the limit. Shard 0 is sampled at ranks 0-4, 6, 9.
+    # Up to t-60 could be 9 + 1, too many; up to t-95 at most 6 + 1 (the
+    # first samples above it are at ranks 6 and 1), at least 5 + 1.
+    sampled = [
+        [0, 10, 0, 0, t - 100, 1, t - 99, 2, t - 98, 3, t - 97, 4, t - 96, 6, t - 60, 9, t - 10],
+        [0, 3, 0, 0, t - 95, 1, t - 50, 2, t - 5],
+    ]
+    calls = op.send([[reply] for reply in sampled])
+    assert [r.commands[0].args for r in calls] == [(t - 95, 6), (t - 95, 1)]
+    op.send([[5], [1]])
+    done = [[0, 4, 0, 0, t - 60], [0, 1, 0, 0, t - 50]]
+    report = finish_sent(op, [[reply] for reply in done])
+    assert (report.deleted, report.spared, report.remaining, report.steps) == (6, 0, 5, 1)
 
 
 def test_the_cleaner_removes_sessions_idle_past_the_timeout() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=1, idle_timeout=60))
     op = sessions.clean(cfg)
-    next(op)
-    now = 1_700_000_000
-    (call,) = op.send([[[now, 0, 2, (now - 61) * 10**6, (now - 59) * 10**6]]])
-    assert call.commands[0].args == ((now - 61) * 10**6, 1)
+    (pick,) = next(op)
+    assert pick.commands[0].args == (60 * 10**6, 6250, "sample")
+    cutoff = 1_700_000_000 * 10**6
+    stale = [cutoff, 2, 1, 0, cutoff - 10**6, 1, cutoff + 10**6]
+    (call,) = op.send([[stale]])
+    assert call.commands[0].args == (f"({cutoff}", 1)
     op.send([[1]])
-    report = finish_sent(op, [[[now, 0, 1, (now - 59) * 10**6]]])
+    report = finish_sent(op, [[[cutoff, 1, 0, 0, cutoff + 10**6]]])
     assert (report.deleted, report.remaining) == (1, 1)
 
 
@@ -238,48 +282,117 @@ def test_bad_settings_are_refused(settings: dict[str, Any]) -> None:
 
 def _choose_entry_by_entry(
     settings: SessionSettings, picks: list[Any], keep: int, per_shard: int
-) -> dict[int, tuple[int, int]]:
-    """The cleaner's choice, written plainly: every entry a (score, shard)."""
-    idle_us, backstop_us = settings.idle_timeout * 1e6, settings.backstop * 1e6
+) -> dict[int, tuple[int, int, int]]:
+    """The cleaner's choice from whole pages, written plainly: every entry a
+    (score, shard)."""
     remaining, stale, fresh, horizon = 0, [], [], math.inf
-    for shard, (seconds, micros, count, *page) in enumerate(picks):
+    for shard, (cutoff, count, _, *page) in enumerate(picks):
         remaining += count
-        cutoff = seconds * 1_000_000 + micros - min(idle_us or backstop_us, backstop_us)
         for score in page:
             (stale if score < cutoff else fresh).append((score, shard))
         if len(page) == per_shard:
             horizon = min(horizon, page[-1])
     fresh = sorted(entry for entry in fresh if entry[0] <= horizon)
     over = max(0, remaining - len(stale) - keep)
-    chosen: dict[int, tuple[int, int]] = {}
+    chosen: dict[int, tuple[int, int, int]] = {}
     for score, shard in (stale + fresh[:over])[: settings.clean_batch]:
-        highest, n = chosen.get(shard, (score, 0))
-        chosen[shard] = (max(highest, score), n + 1)
+        highest, n, _ = chosen.get(shard, (score, 0, 0))
+        chosen[shard] = (max(highest, score), n + 1, n + 1)
     return chosen
+
+
+def _random_shards(rng: random.Random, shards: int, most: int) -> list[list[int]]:
+    """Each shard's scores, sorted: few distinct values, so ties across
+    shards are common, and some stale (idle past 50 s, see below)."""
+    now = 1_700_000_000
+    return [
+        sorted(
+            (now - rng.choice([0, 10, 40, 50, 60, 90])) * 10**6 + rng.randint(0, 3)
+            for _ in range(rng.randint(0, most))
+        )
+        for _ in range(shards)
+    ]
+
+
+CUTOFF = (1_700_000_000 - 50) * 10**6
 
 
 @pytest.mark.parametrize("seed", range(300))
 def test_the_cleaners_choice_matches_the_plain_one(seed: int) -> None:
     rng = random.Random(seed)
     shards, per_shard = rng.randint(1, 6), rng.randint(1, 8)
-    settings = SessionSettings(
-        shards=shards, clean_batch=rng.randint(1, 30), idle_timeout=rng.choice([0, 50])
-    )
-    now = 1_700_000_000
+    settings = SessionSettings(shards=shards, clean_batch=rng.randint(1, 30))
     picks = []
-    for _ in range(shards):
-        # Few distinct scores, so ties across shards are common; some stale.
-        stored = rng.randint(0, per_shard + 5)
-        page = sorted(
-            (now - rng.choice([0, 10, 40, 50, 60, 90])) * 10**6 + rng.randint(0, 3)
-            for _ in range(min(stored, per_shard))
-        )
-        picks.append([now, 0, stored, *page])
+    for stored in _random_shards(rng, shards, per_shard + 5):
+        stale = sum(score < CUTOFF for score in stored)
+        picks.append([CUTOFF, len(stored), stale, *stored[:per_shard]])
     keep = rng.randint(0, 25)
-    wire = [[s, m, c, *(str(x).encode() for x in page)] for s, m, c, *page in picks]
+    wire = [[str(c).encode(), n, s, *(str(x).encode() for x in page)] for c, n, s, *page in picks]
     assert sessions._choose(settings, wire, keep, per_shard) == _choose_entry_by_entry(
         settings, picks, keep, per_shard
     )
+
+
+def sampled_pick(stored: list[int], cutoff: int, page: int) -> list[Any]:
+    """What session_pick.lua answers in 'sample' mode (the integration
+    tests hold the script to this)."""
+    last = min(page, len(stored)) - 1
+    ranks = list(range(min(4, last) + 1))
+    rank = 4
+    while rank < last:
+        rank = min(math.floor(rank * 1.5), last)
+        ranks.append(rank)
+    reply: list[Any] = [str(cutoff).encode(), len(stored), sum(s < cutoff for s in stored)]
+    for rank in ranks:
+        reply += [rank, str(stored[rank]).encode()]
+    return reply
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_a_sampled_choice_takes_exactly_the_oldest_within_the_budget(seed: int) -> None:
+    """Carried out on the shards' whole contents, a choice from samples
+    removes every stale session or as many as the budget allows, otherwise
+    a run of the oldest of all shards (everything up to a score, nothing
+    above it), never more than may go, and at least half of it; or it
+    declines (the caller then reads whole pages)."""
+    rng = random.Random(seed)
+    shards, page = rng.randint(1, 6), rng.randint(1, 40)
+    settings = SessionSettings(shards=shards, clean_batch=rng.randint(1, 60))
+    stored = _random_shards(rng, shards, rng.choice([5, 30, 80]))
+    keep = rng.randint(0, 100)
+    # Stale: none, those idle past 70 s, or past 50 s.
+    cutoff = (1_700_000_000 - rng.choice([100, 70, 50])) * 10**6
+    picks = [sampled_pick(scores, cutoff, page) for scores in stored]
+    chosen = sessions._choose_by_samples(settings, picks, keep)
+    stale = sum(score < cutoff for scores in stored for score in scores)
+    total = sum(map(len, stored))
+    wanted = min(settings.clean_batch, max(stale, total - keep))
+    if chosen is None:
+        assert wanted > stale
+        return
+    removed: list[int] = []
+    for shard, (bound, limit, least) in chosen.items():
+        if isinstance(bound, str):
+            assert bound == f"({cutoff}"
+            gone = [score for score in stored[shard] if score < cutoff][:limit]
+        else:
+            gone = [score for score in stored[shard] if score <= bound][:limit]
+            assert len(gone) == sum(score <= bound for score in stored[shard]), "all up to it"
+        assert least <= len(gone)
+        removed += gone
+    assert len(removed) <= wanted
+    if wanted <= stale:
+        assert len(removed) == wanted
+        assert all(score < cutoff for score in removed)
+        return
+    assert len(removed) >= max(1, wanted // 2)
+    kept = sorted(score for scores in stored for score in scores)
+    for score in removed:
+        kept.remove(score)
+    assert sum(score < cutoff for score in kept) == 0, "every stale session goes"
+    fresh_removed = [score for score in removed if score >= cutoff]
+    if fresh_removed and kept:
+        assert max(fresh_removed) < min(kept), "only the oldest of all shards"
 
 
 def test_scores_in_any_form_redis_writes_are_read() -> None:
