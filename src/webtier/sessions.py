@@ -103,7 +103,9 @@ class CleanReport:
     """What one cleaner pass did."""
 
     deleted: int  # sessions removed (over the limit, idle or past the backstop)
-    spared: int  # chosen, but touched (or removed by another cleaner) before the removal
+    # chosen, but touched (or removed by another cleaner) before the removal;
+    # when chosen by a threshold, of those surely there when picked
+    spared: int
     remaining: int  # sessions in the recency indexes when the pass ended
     steps: int
     seconds: float
