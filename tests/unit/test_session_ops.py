@@ -209,6 +209,42 @@ def test_the_cleaner_chooses_only_the_oldest_of_all_shards() -> None:
     assert (report.deleted, report.spared, report.remaining, report.steps) == (1, 1, 3, 1)
 
 
+def test_a_threshold_never_passes_a_shards_own_highest_score() -> None:
+    """On a Cluster, shards' scores come from their nodes' clocks: a bound
+    from another shard's samples could pass a session touched after the
+    pick on a node whose clock is behind. Each bound stays at or below a
+    score the shard itself holds."""
+    cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=100))
+    op = sessions.clean(cfg, limit=0)
+    next(op)
+    t = 1_700_000_000_000_000
+    sampled = [[0, 2, 0, 0, t - 100, 1, t - 90], [0, 1, 0, 0, t - 1000]]
+    calls = op.send([[reply] for reply in sampled])
+    assert [r.commands[0].args for r in calls] == [(t - 90, 2), (t - 1000, 1)]
+
+
+def test_a_threshold_stops_at_the_end_of_a_partial_page() -> None:
+    """Shard 0 holds 70, its page of 63 sampled; shard 1 holds 20, all
+    newer than shard 0's last sample. Up to shard 1's newest would fit the
+    count (70 + 20), but shard 0's 7 unseen sessions may be older than shard
+    1's: only up to shard 0's last sample is surely the oldest."""
+    cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=100))
+    op = sessions.clean(cfg, limit=0)
+    (pick, _) = next(op)
+    assert pick.commands[0].args[1] == 63
+    t = 1_700_000_000_000_000
+
+    def sampled(card: int, ranks: list[int], base: int) -> list[Any]:
+        return [0, card, 0, *(x for rank in ranks for x in (rank, base + rank))]
+
+    picks = [
+        sampled(70, [0, 1, 2, 3, 4, 6, 9, 13, 19, 28, 42, 62], t - 1000),
+        sampled(20, [0, 1, 2, 3, 4, 6, 9, 13, 19], t - 500),
+    ]
+    calls = op.send([[reply] for reply in picks])
+    assert [(r.route, r.commands[0].args) for r in calls] == [("p:{s:0}", (t - 1000 + 62, 70))]
+
+
 def test_tied_samples_make_the_cleaner_read_whole_pages() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=2))
     op = sessions.clean(cfg, limit=3)
@@ -376,6 +412,7 @@ def test_a_sampled_choice_takes_exactly_the_oldest_within_the_budget(seed: int) 
             assert bound == f"({cutoff}"
             gone = [score for score in stored[shard] if score < cutoff][:limit]
         else:
+            assert bound <= max(stored[shard]), "never above a score of the shard's own"
             gone = [score for score in stored[shard] if score <= bound][:limit]
             assert len(gone) == sum(score <= bound for score in stored[shard]), "all up to it"
         assert least <= len(gone)

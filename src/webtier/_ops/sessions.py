@@ -583,7 +583,8 @@ def _choose_by_samples(settings: SessionSettings, picks: list[Reply], keep: int)
     the rank of its last sample at or below it. ``T`` is the highest sample
     score whose upper bounds add up to no more than may go, so what goes is
     exactly the oldest of all shards, never more than allowed, and often a
-    little less."""
+    little less. Race-free as :func:`_choose`: no shard's bound is above a
+    score of its own."""
     cutoffs, cards, stale, ranks, scores = [], [], [], [], []
     for cutoff, sessions, below, *samples in picks:
         cutoffs.append(int(cutoff))
@@ -609,7 +610,21 @@ def _choose_by_samples(settings: SessionSettings, picks: list[Reply], keep: int)
             least.append(max(ranks[shard][at - 1] + 1 if at else 0, stale[shard]))
         return most, least
 
-    candidates = sorted({score for shard_scores in scores for score in shard_scores})
+    # A shard whose page is not the whole shard may hold sessions scoring up
+    # to its last sample beyond the page: thresholds stop there (as in
+    # _choose). Below it, every shard's last sample is at or below its
+    # highest score, which bounds what the removal may take in that shard.
+    horizon = min(
+        (
+            shard_scores[-1]
+            for shard_scores, card, shard_ranks in zip(scores, cards, ranks, strict=True)
+            if shard_ranks and card > shard_ranks[-1] + 1
+        ),
+        default=math.inf,
+    )
+    candidates = sorted(
+        {score for shard_scores in scores for score in shard_scores if score <= horizon}
+    )
     # The highest candidate that fits (the bounds grow with the threshold).
     low, high = 0, len(candidates)
     while low < high:
@@ -625,7 +640,12 @@ def _choose_by_samples(settings: SessionSettings, picks: list[Reply], keep: int)
     chosen: Choice = {}
     for shard, count in enumerate(most):
         if count:
-            bound: Arg = threshold if threshold >= cutoffs[shard] else f"({cutoffs[shard]}"
+            # Never above a score the shard itself holds: on a Cluster each
+            # shard's scores come from its own node's clock, and a session
+            # touched after the pick scores above the shard's highest only.
+            bound: Arg = f"({cutoffs[shard]}"
+            if threshold >= cutoffs[shard]:
+                bound = min(threshold, scores[shard][-1])
             chosen[shard] = (bound, count, least[shard])
     return chosen
 
