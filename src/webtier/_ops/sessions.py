@@ -91,9 +91,17 @@ def _ms(seconds: float) -> int:
     return math.ceil(seconds * 1000)
 
 
-def timeouts(settings: SessionSettings) -> tuple[int, int, int]:
-    """(idle, absolute, backstop) in ms, as the scripts take them."""
-    return _ms(settings.idle_timeout), _ms(settings.absolute_timeout), _ms(settings.backstop)
+# The backstop only bounds memory, so a touch may set it up to this share of
+# itself late and rewrites it only when due (session_touch.lua).
+BACKSTOP_LATENESS = 64  # a 64th: 11 h 15 min of the default 30 days
+
+
+def timeouts(settings: SessionSettings) -> tuple[int, int, int, int]:
+    """(idle, absolute, backstop, how late the backstop may be set) in ms, as
+    the scripts take them."""
+    backstop = _ms(settings.backstop)
+    late = backstop // BACKSTOP_LATENESS
+    return _ms(settings.idle_timeout), _ms(settings.absolute_timeout), backstop, late
 
 
 def _user_index(cfg: Config, user: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from webtier._keys import shard_of
-from webtier._ops.sessions import VIEWED_SLACK
+from webtier._ops.sessions import VIEWED_SLACK, timeouts
 from webtier.bench import book
 from webtier.bench._counter_workloads import client_on
 from webtier.bench._loops import Loop
@@ -138,9 +138,9 @@ def load_webtier(url: str, sessions: int, batch: int = 2000) -> None:
     3 cart lines (written in bulk: through the API it is
     29 round trips a session). The smoke test checks the API reads them back."""
     cfg = Config(sessions=settings())
-    backstop = int(cfg.sessions.backstop * 1000)
+    _, _, backstop, late = timeouts(cfg.sessions)
     now_ms = int(time.time() * 1000)
-    expires = now_ms + backstop + backstop // 64  # as session_touch.lua sets it
+    expires = now_ms + backstop + late  # as session_touch.lua sets it
     with client_on(url) as conn:
         for start in range(0, sessions, batch):
             pipe = conn.pipeline(transaction=False)

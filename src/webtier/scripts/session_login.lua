@@ -8,10 +8,10 @@
 -- KEYS[3] = the shard's recency index (zset token -> last seen, server µs)
 -- ARGV[1] = old token, ARGV[2] = new token, ARGV[3] = user
 -- ARGV[4] = idle timeout ms (0: off), ARGV[5] = absolute timeout ms (0: off),
--- ARGV[6] = backstop ms
--- ARGV[7] = E, the number of cart lines the caller read from the old session;
--- ARGV[8 .. 7 + 2E] = those lines, item and count
--- ARGV[8 + 2E ..] = the merged cart the session gets, item and count
+-- ARGV[6] = backstop ms, ARGV[7] = how late the backstop may be set, ms
+-- ARGV[8] = E, the number of cart lines the caller read from the old session;
+-- ARGV[9 .. 8 + 2E] = those lines, item and count
+-- ARGV[9 + 2E ..] = the merged cart the session gets, item and count
 -- Returns {1, previous user or ''} when done; {0} when there is no session;
 -- {-2} when the new token is taken; {-3} when the cart changed since the
 -- caller read it (nothing written: read again and retry).
@@ -23,7 +23,7 @@ if redis.call('EXISTS', old) == 0 then
 end
 if redis.call('EXISTS', new) == 1 then return {-2} end
 
-local expected = tonumber(ARGV[7])
+local expected = tonumber(ARGV[8])
 local lines = {}
 local fields = redis.call('HGETALL', old)
 for i = 1, #fields, 2 do
@@ -33,37 +33,40 @@ end
 local held = 0
 for _ in pairs(lines) do held = held + 1 end
 if held ~= expected then return {-3} end
-for i = 8, 7 + 2 * expected, 2 do
+for i = 9, 8 + 2 * expected, 2 do
   if lines['k' .. ARGV[i]] ~= ARGV[i + 1] then return {-3} end
 end
 
 local previous = redis.call('HGET', old, 'u') or ''
 redis.call('RENAME', old, new)
 for field in pairs(lines) do redis.call('HDEL', new, field) end
-for i = 8 + 2 * expected, #ARGV, 2 do redis.call('HSET', new, 'k' .. ARGV[i], ARGV[i + 1]) end
+for i = 9 + 2 * expected, #ARGV, 2 do redis.call('HSET', new, 'k' .. ARGV[i], ARGV[i + 1]) end
 
 local time = redis.call('TIME')
-local now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local now_ms = math.floor(now_us / 1000)
+local micros = time[2]
+local now_text = time[1] .. string.rep('0', 6 - #micros) .. micros
+local now_ms = time[1] * 1000 + math.floor(micros / 1000)
 -- A login starts the authenticated session: the absolute timeout counts from it.
-redis.call('HSET', new, 'u', ARGV[3], 'c', now_ms)
+redis.call('HSET', new, 'u', ARGV[3], 'c', string.format('%d', now_ms))
 
--- Above every score of the shard, as a touch (session_touch.lua).
-local seen = now_us
-local top = redis.call('ZREVRANGE', recent, 0, 0, 'WITHSCORES')[2]
-if top and tonumber(top) >= seen then seen = tonumber(top) + 1 end
+-- Above every score of the shard, as a touch scores (session_touch.lua).
+local seen = now_text
+if redis.call('ZCOUNT', recent, now_text, '+inf') > 0 then
+  local top = redis.call('ZREVRANGE', recent, 0, 0, 'WITHSCORES')[2]
+  seen = string.format('%d', tonumber(top) + 1)
+end
 redis.call('ZREM', recent, ARGV[1])
-redis.call('ZADD', recent, string.format('%.0f', seen), ARGV[2])
+redis.call('ZADD', recent, seen, ARGV[2])
 
-local idle, absolute, backstop = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
--- As a touch sets it (session_touch.lua): the backstop a 64th late, the
--- timeouts exact; `e` says when, so touches know when to move it.
-local late = math.floor(backstop / 64)
+-- Expiry as a touch sets it: the timeouts exact, the backstop up to
+-- ARGV[7] ms late; `e` says when, so touches know when to move it.
+local idle, absolute, backstop, lateness = ARGV[4] + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+local late = lateness
 local deadline = now_ms + backstop
 if idle > 0 and now_ms + idle <= deadline then deadline, late = now_ms + idle, 0 end
 if absolute > 0 and now_ms + absolute <= deadline then deadline, late = now_ms + absolute, 0 end
 local expires = string.format('%d', deadline + late)
 redis.call('HSET', new, 'e', expires)
 redis.call('PEXPIREAT', new, expires)
-redis.call('PEXPIREAT', recent, string.format('%d', now_ms + backstop + math.floor(backstop / 64)))
+redis.call('PEXPIREAT', recent, string.format('%d', now_ms + backstop + lateness))
 return {1, previous}

@@ -19,7 +19,7 @@
 -- ARGV[7] = idle timeout ms (0: off)
 -- ARGV[8] = absolute timeout ms (0: off)
 -- ARGV[9] = backstop ms: the key expires this long after the touch, or up to
---           a 64th of it later (see below)
+--           ARGV[10] ms later (see below)
 -- Returns {1, user or '', last seen µs} when touched (or created),
 -- {0} when there is no such session (or, for 'new', the token is in use),
 -- {-1, user} when, in 'live' mode, the session belongs to another user
@@ -38,16 +38,16 @@
 -- Expiry: the key's deadline is the touch plus the backstop, or sooner when
 -- the idle or the absolute timeout ends first. Those two are exact: the key
 -- is set to expire at that very time. The backstop only bounds memory, so it
--- is kept lazily: it is set a 64th of the backstop late, and not written
--- again (key and index: two calls) until a touch finds it due to move past
--- that. The key never expires before its deadline, and at most a 64th of the
--- backstop after it.
+-- is kept lazily: it is set ARGV[10] ms (a 64th of the backstop) late, and
+-- not written again (key and index: two calls) until a touch finds it due to
+-- move past that. The key never expires before its deadline, and at most
+-- ARGV[10] ms after it.
 
 local key, recent, token, mode = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 -- Text becomes a number by arithmetic (`text + 0`): one parse, where
 -- tonumber() parses twice in Redis's Lua 5.1.
 local user, item, keep = ARGV[4], ARGV[5], ARGV[6] + 0
-local idle, absolute, backstop = ARGV[7] + 0, ARGV[8] + 0, ARGV[9] + 0
+local idle, absolute, backstop, lateness = ARGV[7] + 0, ARGV[8] + 0, ARGV[9] + 0, ARGV[10] + 0
 local format = string.format
 
 local time = redis.call('TIME')
@@ -79,7 +79,7 @@ else
   redis.call('HSET', key, 'c', format('%d', created), 'i', ARGV[3])
 end
 
-local late = math.floor(backstop / 64)
+local late = lateness
 local deadline = now_ms + backstop
 if idle > 0 and now_ms + idle <= deadline then deadline, late = now_ms + idle, 0 end
 if absolute > 0 and created + absolute <= deadline then deadline, late = created + absolute, 0 end
@@ -157,6 +157,6 @@ if expire_text then
   redis.call('PEXPIREAT', key, expire_text)
   -- The index holds no data of its own: it outlives every session whose
   -- expiry was set with it, and lives on while sessions are touched.
-  redis.call('PEXPIREAT', recent, format('%d', now_ms + backstop + math.floor(backstop / 64)))
+  redis.call('PEXPIREAT', recent, format('%d', now_ms + backstop + lateness))
 end
 return {1, user, seen}
