@@ -9,6 +9,9 @@ it makes the one check of the pool's own ``get_connection`` that matters for
 correctness: a connection that has data waiting or was closed by the server
 (a restart) is reconnected *before* anything is written, so such a failure
 stays "not sent" and a write is never wrongly reported as maybe applied.
+The check is one ``poll`` on a poll object kept per socket, plus a look at
+what hiredis holds unparsed; redis-py's own ``can_read`` (several calls and
+a new poll object each time) is kept for TLS sockets and other parsers.
 
 Rules that keep this as safe as the pool:
 
@@ -26,8 +29,9 @@ Rules that keep this as safe as the pool:
 """
 
 import os
+import select
+import socket
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -36,6 +40,8 @@ from redis import ConnectionPool
 from redis import exceptions as rx
 
 from webtier._protocol import Command
+
+_HAS_POLL = hasattr(select, "poll")
 
 # hiredis's stub types the argument as a 1-tuple; it takes any command tuple.
 _hiredis_pack: Callable[[Command], bytes] = cast(Any, hiredis.pack_command)
@@ -56,16 +62,18 @@ def pack(conn: Any, commands: Sequence[Command]) -> list[bytes]:
 
 
 class _Idle:
-    """The idle connections of one pool, in the process that made them."""
+    """The idle connections of one pool, in the process that made them: each
+    as ``(connection, its socket, a poll object on that socket or None)``."""
 
     __slots__ = ("conns", "pid")
 
     def __init__(self) -> None:
-        self.conns: list[Any] = []
+        self.conns: list[tuple[Any, Any, Any]] = []
         self.pid = os.getpid()
 
 
-_idle: weakref.WeakKeyDictionary[Any, _Idle] = weakref.WeakKeyDictionary()
+# Kept on the pool itself, so it goes with the pool; the name is webtier's own.
+_IDLE_ATTR = "_webtier_idle"
 _idle_lock = threading.Lock()
 _STALE = (rx.ConnectionError, rx.TimeoutError, OSError)
 
@@ -73,13 +81,50 @@ _STALE = (rx.ConnectionError, rx.TimeoutError, OSError)
 def _idle_of(pool: Any) -> _Idle | None:
     if type(pool) is not ConnectionPool:
         return None
-    idle = _idle.get(pool)
+    idle: _Idle | None = getattr(pool, _IDLE_ATTR, None)
     if idle is None or idle.pid != os.getpid():
         with _idle_lock:
-            idle = _idle.get(pool)
+            idle = getattr(pool, _IDLE_ATTR, None)
             if idle is None or idle.pid != os.getpid():  # new, or inherited over a fork
-                idle = _idle[pool] = _Idle()
+                idle = _Idle()
+                setattr(pool, _IDLE_ATTR, idle)
     return idle
+
+
+_POLL_ATTR = "_webtier_poll"  # (socket, its poll object), on the connection
+
+
+def _poller(conn: Any, sock: Any) -> Any:
+    """A poll object on ``sock`` for the quick check of :func:`_quiet`, made
+    once per socket; None where only redis-py's own check will do (TLS
+    sockets buffer decrypted bytes that poll cannot see; parsers without
+    hiredis keep buffers of their own)."""
+    made = getattr(conn, _POLL_ATTR, None)
+    if made is not None and made[0] is sock:
+        return made[1]
+    poller = None
+    reader = getattr(conn._parser, "_reader", None)
+    if type(sock) is socket.socket and hasattr(reader, "has_data") and _HAS_POLL:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+    setattr(conn, _POLL_ATTR, (sock, poller))
+    return poller
+
+
+def _quiet(conn: Any, sock: Any, poller: Any) -> bool:
+    """Is the connection open with nothing waiting to be read (no data, no
+    EOF, no error, nothing buffered in its parser)?"""
+    if conn._sock is not sock or sock is None:  # closed, or reconnected since
+        return False
+    try:
+        if poller is None:
+            return not conn.can_read()
+        # POLLHUP and POLLERR are reported whatever the mask: EOF counts.
+        return not (conn._parser._reader.has_data() or poller.poll(0))
+    except _STALE:
+        return False
+    except AttributeError:  # disconnected by another thread meanwhile
+        return False
 
 
 def checkout(pool: Any) -> Any:
@@ -89,14 +134,10 @@ def checkout(pool: Any) -> Any:
     if idle is None or not idle.conns:
         return pool.get_connection()
     try:
-        conn = idle.conns.pop()
+        conn, sock, poller = idle.conns.pop()
     except IndexError:  # another thread took the last one
         return pool.get_connection()
-    try:
-        stale = conn._sock is None or conn.can_read()
-    except _STALE:
-        stale = True
-    if stale:  # closed by the server, or out of step: start afresh
+    if not _quiet(conn, sock, poller):  # closed by the server, or out of step
         try:
             conn.disconnect()
             conn.connect()
@@ -109,6 +150,7 @@ def checkout(pool: Any) -> Any:
 def checkin(pool: Any, conn: Any) -> None:
     idle = _idle_of(pool)
     if idle is not None and int(pool._created_connections) <= int(pool.max_connections) // 2:
-        idle.conns.append(conn)
+        sock = conn._sock
+        idle.conns.append((conn, sock, None if sock is None else _poller(conn, sock)))
     else:
         pool.release(conn)

@@ -28,8 +28,22 @@ import redis.cluster
 from redis import exceptions as rx
 
 from webtier._connections import checkin, checkout, pack
-from webtier._protocol import Call, Command, Op, Reply, Step
-from webtier._wire import Action, Address, Batch, Locate, Outcome, Refresh, Send, Sleep, exchange
+from webtier._protocol import Call, Command, Gather, Op, Reply, Step
+from webtier._wire import (
+    NOT_DONE,
+    Action,
+    Address,
+    Batch,
+    Locate,
+    Outcome,
+    Refresh,
+    Send,
+    Sleep,
+    exchange,
+    flat,
+    planned,
+    settled,
+)
 from webtier.config import RetryPolicy
 from webtier.errors import ConfigError
 
@@ -101,9 +115,13 @@ def _pipeline(pool: Any, commands: Sequence[Command]) -> Outcome:
     replies: list[Reply] = []
     try:
         conn.send_packed_command(pack(conn, commands))
+        # From the parser itself: it hands error replies over as values, where
+        # the connection's read_response raises them (and formats its address
+        # for a message, on every reply). Link failures are handled below.
+        read = conn._parser.read_response
         for _ in commands:
             try:
-                replies.append(conn.read_response(disable_decoding=True))
+                replies.append(read(disable_decoding=True))
             except _REPLY_ERRORS as error:
                 replies.append(error)
     except _IO_ERRORS as error:
@@ -147,7 +165,15 @@ class SyncTransport:
             return done.value  # type: ignore[no-any-return]
 
     def exchange(self, step: Step) -> Any:
-        wire = exchange(step, self.policy)
+        first = None
+        if self._cluster is None and not isinstance(step, Gather) and step:
+            # One server: the hot path needs no Locate and no generator.
+            commands = planned(step)
+            first = _pipeline(self._pool, flat(commands))
+            done = settled(step, first, commands)
+            if done is not NOT_DONE:
+                return done
+        wire = exchange(step, self.policy, first)
         try:
             action = next(wire)
             while True:
@@ -246,7 +272,16 @@ class AsyncTransport:
             return done.value  # type: ignore[no-any-return]
 
     async def exchange(self, step: Step) -> Any:
-        wire = exchange(step, self.policy)
+        first = None
+        if self._cluster is None and not isinstance(step, Gather) and step:
+            # One server: the hot path needs no Locate and no generator.
+            commands = planned(step)
+            pool = self._pool
+            first = await _apipeline(pool.get_connection, pool.release, flat(commands))
+            done = settled(step, first, commands)
+            if done is not NOT_DONE:
+                return done
+        wire = exchange(step, self.policy, first)
         try:
             action = next(wire)
             while True:

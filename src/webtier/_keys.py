@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from webtier.errors import ConfigError, InvalidInput
@@ -106,9 +106,15 @@ def check_source_name(name: object) -> str:
 @dataclass(frozen=True, slots=True)
 class Keyspace:
     prefix: str = "webtier"
+    # Keys used on every item view, built once rather than per view.
+    ranking_route: str = field(init=False, repr=False, compare=False)
+    viewed: str = field(init=False, repr=False, compare=False)  # zset: item id -> its views
 
     def __post_init__(self) -> None:
         check_prefix(self.prefix)
+        route = f"{self.prefix}:{{v}}"
+        object.__setattr__(self, "ranking_route", route)
+        object.__setattr__(self, "viewed", f"{route}:viewed")  # halved by every rescale
 
     # -- counters ---------------------------------------------------------------
     def counter_shard(self, shard: int) -> tuple[str, str]:
@@ -148,16 +154,7 @@ class Keyspace:
         rankings read. It starts with a word where stats keys start with digits."""
         return f"{route}:ctx:{period}:{start}:{stat_type}"
 
-    # -- item view ranking ----------------------------------------------------------------
-    @property
-    def ranking_route(self) -> str:
-        return f"{self.prefix}:{{v}}"
-
-    @property
-    def viewed(self) -> str:
-        """Zset: item id -> its views (halved by every rescale)."""
-        return f"{self.ranking_route}:viewed"
-
+    # -- item view ranking (ranking_route and viewed are fields, above) ---------------------
     @property
     def rescaled(self) -> str:
         """String: the start (server seconds) of the last period the ranking

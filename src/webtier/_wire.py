@@ -175,18 +175,71 @@ class _Item:
 
 
 def _wire_commands(request: Request) -> tuple[Command, ...]:
-    return tuple(c.command() if isinstance(c, ScriptCall) else c for c in request.commands)
+    # Written for the hot path: most requests hold one command.
+    commands = request.commands
+    if len(commands) == 1:
+        only = commands[0]
+        return (only.command(),) if type(only) is ScriptCall else commands  # type: ignore[return-value]
+    return tuple([c.command() if type(c) is ScriptCall else c for c in commands])  # type: ignore[misc]
 
 
-def exchange(step: Step, policy: RetryPolicy) -> Generator[Action, Any, Any]:
-    """Carry out one step; return its replies (a list, or a list of lists)."""
+def _requests(step: Request | tuple[Request, ...]) -> tuple[Request, ...]:
+    return (step,) if type(step) is Request else step  # type: ignore[return-value]
+
+
+def planned(step: Request | tuple[Request, ...]) -> list[tuple[Command, ...]]:
+    """The commands of each request of ``step``, for the hot path: everything
+    sent once as one pipeline to the one node that serves it all (always so
+    on a single server, where executors skip :class:`Locate`)."""
+    if type(step) is Request:
+        return [_wire_commands(step)]
+    return [_wire_commands(r) for r in step]  # type: ignore[union-attr]
+
+
+def flat(commands: list[tuple[Command, ...]]) -> tuple[Command, ...]:
+    if len(commands) == 1:
+        return commands[0]
+    joined: tuple[Command, ...] = ()
+    for each in commands:
+        joined += each
+    return joined
+
+
+NOT_DONE: Any = object()  # what settled() returns when the exchange must go on
+
+
+def settled(step: Request | tuple[Request, ...], outcome: Outcome, commands: list[Any]) -> Any:
+    """The step's replies if the hot path's one send answered it all, else
+    ``NOT_DONE``: :func:`exchange` with ``first=outcome`` recovers from there."""
+    if outcome.error is not None:
+        return NOT_DONE
+    replies = outcome.replies
+    for reply in replies:
+        if isinstance(reply, BaseException):
+            return NOT_DONE
+    if type(step) is Request:
+        return replies
+    return _split(replies, commands)
+
+
+def exchange(
+    step: Step, policy: RetryPolicy, first: Outcome | None = None
+) -> Generator[Action, Any, Any]:
+    """Carry out one step; return its replies (a list, or a list of lists).
+
+    ``first`` is the outcome of the hot path's send, when the executor made it
+    itself (see :func:`planned` and :func:`settled`) and it did not settle the
+    step: the exchange recovers from it."""
     if isinstance(step, Gather):
         return (yield from _recover(step.requests, policy, first=None))
-    requests = (step,) if isinstance(step, Request) else step
+    requests = _requests(step)
     if not requests:
         return []
-    # The hot path: every request served by one node (always so on a single
-    # server), sent once, every reply fine. Anything else is recovered.
+    if first is not None:
+        results = yield from _recover(requests, policy, first=first)
+        return _raised(step, results)
+    # The hot path: every request served by one node, sent once, every reply
+    # fine. Anything else is recovered.
     target: Any = requests[0].route
     if len(requests) > 1:
         located = yield Locate(tuple(r.route for r in requests))
@@ -195,12 +248,16 @@ def exchange(step: Step, policy: RetryPolicy) -> Generator[Action, Any, Any]:
     if target is None:
         results = yield from _recover(requests, policy, first=None, located=located)
     else:
-        commands = [_wire_commands(r) for r in requests]
-        outcome: Outcome = yield Send(target, tuple(c for each in commands for c in each))
-        if outcome.error is None and not any(map(_is_error, outcome.replies)):
-            results = _split(outcome.replies, commands)
-        else:
-            results = yield from _recover(requests, policy, first=outcome)
+        commands = planned(step)
+        outcome: Outcome = yield Send(target, flat(commands))
+        done = settled(step, outcome, commands)
+        if done is not NOT_DONE:
+            return done
+        results = yield from _recover(requests, policy, first=outcome)
+    return _raised(step, results)
+
+
+def _raised(step: Request | tuple[Request, ...], results: list[Any]) -> Any:
     for result in results:
         if isinstance(result, WebtierError):
             raise result

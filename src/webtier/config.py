@@ -357,6 +357,9 @@ class SessionSettings:
     max_fields: int = 64  # data fields per session
     cart_lines: int = 50  # distinct items per cart
     cart_count: int = 1000  # most of one item in a cart
+    # (idle, absolute, backstop) in whole milliseconds, rounded up, as Redis
+    # takes them: worked out once here rather than on every touch.
+    millis: tuple[int, int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _require(_is_int(self.limit) and 0 <= self.limit <= 2**40, "limit must be 0..2**40")
@@ -381,6 +384,11 @@ class SessionSettings:
             self.max_value_bytes <= self.max_data_bytes, "need max_value_bytes <= max_data_bytes"
         )
         _require(_is_int(self.cart_count) and 1 <= self.cart_count <= 2**31, "cart_count: 1..2**31")
+        millis = tuple(
+            math.ceil(seconds * 1000)
+            for seconds in (self.idle_timeout, self.absolute_timeout, self.backstop)
+        )
+        object.__setattr__(self, "millis", millis)
 
 
 @dataclass(frozen=True, slots=True)

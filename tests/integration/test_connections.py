@@ -1,17 +1,24 @@
-"""Connections kept per thread (webtier._connections): as safe as the pool."""
+"""Connections kept idle for reuse (webtier._connections): as safe as the pool."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import select
 import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from redis._parsers import _RESP2Parser
 
 import webtier
+import webtier.aio
 from webtier._connections import checkin, checkout, pack
+from webtier._protocol import Op, write
 from webtier.config import Config
+from webtier.errors import ServerError
 from webtier.testing import RedisServer
 
 NOW = 1_700_000_000
@@ -177,3 +184,88 @@ def test_an_asyncio_burst_past_the_pool_waits_for_connections(server: RedisServe
             await client.aclose()
 
     assert asyncio.run(burst()) == [None] * 250
+
+
+# -- the check before a kept connection is written to ---------------------------------
+
+
+def _kept(pool: Any) -> Any:
+    """The connection webtier keeps idle for ``pool`` (there is one)."""
+    (conn, _, _) = pool._webtier_idle.conns[-1]
+    return conn
+
+
+def _reply_waiting(conn: Any) -> None:
+    """Leave a reply unread on ``conn``: out of step, as after a bug or a
+    signal between a write and its read."""
+    conn._sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+    deadline = time.monotonic() + 5
+    while not select.select([conn._sock], [], [], 0.05)[0]:
+        assert time.monotonic() < deadline, "no PONG"
+
+
+@pytest.mark.parametrize("parser", ["hiredis", "python"])
+def test_a_connection_with_a_reply_waiting_is_never_written_to(
+    server: RedisServer, parser: str
+) -> None:
+    # The next reply read must be the next command's, not the stale PONG.
+    options = {} if parser == "hiredis" else {"parser_class": _RESP2Parser}
+    client = webtier.connect(server.url, **options)
+    tier = webtier.WebTier(client, Config(prefix="stale"))
+    tier.counters.record("hits", 1, now=NOW)
+    conn = _kept(client.connection_pool)
+    _reply_waiting(conn)
+    assert total(tier, "hits") == 1  # a PONG read here would fail to parse as counts
+    tier.counters.record("hits", 1, now=NOW)
+    assert total(tier, "hits") == 2
+    assert client.connection_pool._created_connections == 1  # reconnected, not replaced
+    webtier.disconnect(client)
+
+
+def test_a_connection_whose_parser_holds_a_reply_is_never_written_to(server: RedisServer) -> None:
+    client = webtier.connect(server.url)
+    tier = webtier.WebTier(client, Config(prefix="buffered"))
+    tier.counters.record("hits", 1, now=NOW)
+    conn = _kept(client.connection_pool)
+    conn._parser._reader.feed(b"+PONG\r\n")  # read off the socket, not yet parsed
+    assert total(tier, "hits") == 1
+    webtier.disconnect(client)
+
+
+def test_an_error_reply_is_a_server_error_and_the_connection_stays_in_use(
+    server: RedisServer,
+) -> None:
+    client = webtier.connect(server.url)
+    client.set("not-a-number", "x")
+    tier = webtier.WebTier(client, Config(prefix="refused"))
+
+    def incr() -> Op[Any]:
+        return (yield write("not-a-number", ("INCR", "not-a-number"), idempotent=False))
+
+    with pytest.raises(ServerError, match="not an integer"):
+        tier.transport.run(incr())
+    conn = _kept(client.connection_pool)
+    tier.counters.record("hits", 1, now=NOW)
+    assert _kept(client.connection_pool) is conn  # in step: kept and used again
+    assert total(tier, "hits") == 1
+    webtier.disconnect(client)
+
+
+def test_an_asyncio_error_reply_is_a_server_error(server: RedisServer) -> None:
+    async def scenario() -> None:
+        client = webtier.connect_async(server.url)
+        try:
+            await client.set("not-a-number", "x")
+            tier = webtier.aio.WebTier(client, Config(prefix="refused"))
+
+            def incr() -> Op[Any]:
+                return (yield write("not-a-number", ("INCR", "not-a-number"), idempotent=False))
+
+            with pytest.raises(ServerError, match="not an integer"):
+                await tier.transport.run(incr())
+            await tier.counters.record("hits", 1, now=NOW)
+            assert sum(n for _, n in await tier.counters.get("hits", 86400)) == 1
+        finally:
+            await client.aclose()
+
+    asyncio.run(scenario())

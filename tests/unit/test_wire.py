@@ -10,7 +10,20 @@ from redis import exceptions as rx
 
 from webtier._protocol import Gather, Request, ScriptCall, read, write
 from webtier._scripts import Script
-from webtier._wire import Address, Batch, Locate, Outcome, Refresh, Send, Sleep, exchange
+from webtier._wire import (
+    NOT_DONE,
+    Address,
+    Batch,
+    Locate,
+    Outcome,
+    Refresh,
+    Send,
+    Sleep,
+    exchange,
+    flat,
+    planned,
+    settled,
+)
 from webtier.config import RetryPolicy
 from webtier.errors import OutcomeUnknown, RedisUnavailable, ServerError
 
@@ -248,3 +261,54 @@ def test_a_script_constant_is_read_from_its_source() -> None:
         script.constant("OTHER")
     with pytest.raises(LookupError):
         script.constant("LACK")
+
+
+# -- the hot path an executor takes itself on a single server --------------------------
+
+
+def test_the_hot_path_helpers_send_what_the_exchange_sends() -> None:
+    call = ScriptCall(SCRIPT, ("k",), (1, "a"))
+    steps: list[Any] = [
+        read("k", ("GET", "k")),
+        write("k", call, ("EXPIRE", "k", 5), idempotent=False),
+        (write("k", call, idempotent=False), read("j", ("GET", "j"), ("TTL", "j"))),
+        (read("k", ("GET", "k")),),
+    ]
+    for step in steps:
+        commands = planned(step)
+        sent = flat(commands)
+        replies = [f"r{n}".encode() for n in range(len(sent))]
+        located = [("server", None)] * (len(step) if isinstance(step, tuple) else 1)
+        answers = [located, Outcome(replies)] if isinstance(step, tuple) and len(step) > 1 else []
+        answers.append(Outcome(list(replies)))
+        result, seen = drive(step, answers)
+        assert seen[-1] == Send(seen[-1].target, sent)
+        assert settled(step, Outcome(list(replies)), commands) == result
+
+
+def test_the_hot_path_is_not_settled_by_an_error_or_a_broken_send() -> None:
+    step = (read("k", ("GET", "k")), read("j", ("GET", "j")))
+    commands = planned(step)
+    assert settled(step, Outcome([b"v", rx.ResponseError("WRONGTYPE")]), commands) is NOT_DONE
+    assert settled(step, Outcome([b"v"], rx.TimeoutError("slow")), commands) is NOT_DONE
+    assert settled(step, Outcome([b"v", None]), commands) == [[b"v"], [None]]
+
+
+def test_an_exchange_recovers_from_the_executors_own_first_send() -> None:
+    call = ScriptCall(SCRIPT, ("k",), (1,))
+    step = (write("k", call, idempotent=False), read("k", ("GET", "k")))
+    first = Outcome([rx.NoScriptError("No matching script"), b"v"])
+    wire = exchange(step, POLICY, first)
+    assert next(wire) == Locate(("k",))  # where the one command left goes now
+    action = wire.send([("server", None)])  # not the first send again: the script is loaded
+    assert action == Send("k", (("SCRIPT", "LOAD", b"return 1"), call.command()))
+    with pytest.raises(StopIteration) as done:
+        wire.send(Outcome([b"sha", 7]))
+    assert done.value.value == [[7], [b"v"]]
+
+
+def test_a_lost_write_in_the_executors_own_send_is_never_sent_again() -> None:
+    step = write("k", ("INCR", "k"), idempotent=False)
+    lost = Outcome([], rx.ConnectionError("reset"), delivered=True)
+    with pytest.raises(OutcomeUnknown):
+        next(exchange(step, POLICY, lost))

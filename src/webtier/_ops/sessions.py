@@ -87,10 +87,6 @@ def place(cfg: Config, token: object) -> Place:
     return Place(cfg, check_token(token, strict=cfg.sessions.strict))
 
 
-def _ms(seconds: float) -> int:
-    return math.ceil(seconds * 1000)
-
-
 # The backstop only bounds memory, so a touch may set it up to this share of
 # itself late and rewrites it only when due (session_touch.lua).
 BACKSTOP_LATENESS = 64  # a 64th: 11 h 15 min of the default 30 days
@@ -99,9 +95,8 @@ BACKSTOP_LATENESS = 64  # a 64th: 11 h 15 min of the default 30 days
 def timeouts(settings: SessionSettings) -> tuple[int, int, int, int]:
     """(idle, absolute, backstop, how late the backstop may be set) in ms, as
     the scripts take them."""
-    backstop = _ms(settings.backstop)
-    late = backstop // BACKSTOP_LATENESS
-    return _ms(settings.idle_timeout), _ms(settings.absolute_timeout), backstop, late
+    idle, absolute, backstop = settings.millis
+    return idle, absolute, backstop, backstop // BACKSTOP_LATENESS
 
 
 def _user_index(cfg: Config, user: str) -> str:
@@ -111,7 +106,7 @@ def _user_index(cfg: Config, user: str) -> str:
 def index_user(cfg: Config, user: str, token: str) -> Request:
     """List ``token`` among ``user``'s sessions (idempotent)."""
     key = _user_index(cfg, user)
-    backstop = _ms(cfg.sessions.backstop)
+    backstop = cfg.sessions.millis[2]
     # A hash, not a set: a user's few tokens stay in a listpack (about 120
     # bytes less a session than a set of strings, which Redis 7.0 keeps as a
     # hash table).
@@ -207,24 +202,12 @@ def touch(
     never creates one (non-strict, it does, as the book does)."""
     where = place(cfg, token)
     mode = "live" if cfg.sessions.strict else "any"
-    return (yield from _touch(cfg, where, mode, user, item, view_counter))
-
-
-def _touch(
-    cfg: Config,
-    where: Place,
-    mode: str,
-    user: str | None,
-    item: str | None,
-    view_counter: ViewCounter | None,
-) -> Op[bool]:
     if user is not None:
         check_name("user", user)
     if item is not None:
         check_name("item", item)
-    requests = [
-        touch_request(cfg, where, mode, user, item, new_session_id() if mode == "any" else "")
-    ]
+    sid = new_session_id() if mode == "any" else ""
+    requests = [touch_request(cfg, where, mode, user, item, sid)]
     if user is not None:
         requests.append(index_user(cfg, user, where.token))
     if item is not None:
