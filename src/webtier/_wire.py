@@ -208,7 +208,9 @@ def flat(commands: list[tuple[Command, ...]]) -> tuple[Command, ...]:
 NOT_DONE: Any = object()  # what settled() returns when the exchange must go on
 
 
-def settled(step: Request | tuple[Request, ...], outcome: Outcome, commands: list[Any]) -> Any:
+def settled(
+    step: Request | tuple[Request, ...], outcome: Outcome, commands: list[tuple[Command, ...]]
+) -> Any:
     """The step's replies if the hot path's one send answered it all, else
     ``NOT_DONE``: :func:`exchange` with ``first=outcome`` recovers from there."""
     if outcome.error is not None:

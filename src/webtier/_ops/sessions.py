@@ -106,7 +106,7 @@ def _user_index(cfg: Config, user: str) -> str:
 def index_user(cfg: Config, user: str, token: str) -> Request:
     """List ``token`` among ``user``'s sessions (idempotent)."""
     key = _user_index(cfg, user)
-    backstop = cfg.sessions.millis[2]
+    _, _, backstop = cfg.sessions.millis
     # A hash, not a set: a user's few tokens stay in a listpack (about 120
     # bytes less a session than a set of strings, which Redis 7.0 keeps as a
     # hash table).
