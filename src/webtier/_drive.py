@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -28,7 +29,8 @@ import redis.cluster
 from redis import exceptions as rx
 
 from webtier._connections import checkin, checkout, pack
-from webtier._protocol import Call, Command, Gather, Op, Reply, Step
+from webtier._deadline import Budget, current_limit, publish, unpublish
+from webtier._protocol import Call, Command, Op, Reply, Step
 from webtier._wire import (
     NOT_DONE,
     Action,
@@ -39,13 +41,15 @@ from webtier._wire import (
     Refresh,
     Send,
     Sleep,
+    TimeLimitReached,
+    as_webtier_error,
     exchange,
     flat,
     planned,
     settled,
 )
 from webtier.config import RetryPolicy
-from webtier.errors import ConfigError
+from webtier.errors import ConfigError, WebtierError
 
 T = TypeVar("T")
 
@@ -53,6 +57,9 @@ T = TypeVar("T")
 # derives from ConnectionError in redis-py but is a reply; it is read apart.
 _IO_ERRORS = (rx.ConnectionError, rx.TimeoutError, OSError)
 _REPLY_ERRORS = (rx.ResponseError, rx.BusyLoadingError)
+# Everything redis-py raises when no node can be found or reached, including
+# its cluster errors, which do not derive from RedisError.
+_UNREACHABLE = (rx.RedisError, rx.RedisClusterException, OSError)
 
 SyncClient = redis.Redis | redis.cluster.RedisCluster
 AsyncClient = redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster
@@ -73,13 +80,46 @@ def _node(cluster: Any, target: Any) -> Any:
     return target
 
 
-def _call(op: Op[Any], call: Call) -> Step | Call:
-    """Carry out a Call; send its result into ``op``, or throw its error in."""
+def _call(op: Op[Any], call: Call, budget: Budget | None) -> Step | Call:
+    """Carry out a Call; send its result into ``op``, or throw its error in.
+    Its time does not count against the operation's time limit."""
+    began = time.monotonic()
     try:
         result = call.blocking()
     except Exception as error:
         return op.throw(error)
+    finally:
+        if budget is not None:
+            budget.deadline += time.monotonic() - began
     return op.send(result)
+
+
+def _throw(op: Op[Any], error: BaseException) -> Step | Call:
+    """Throw an exchange's failure into ``op`` (which may handle it), as the
+    webtier error it means."""
+    return op.throw(as_webtier_error(error))
+
+
+def _late(outcome: Outcome, budget: Budget | None) -> Outcome:
+    """A failed send that ended past the deadline ends the exchange: no time
+    is left for another try."""
+    if budget is not None and outcome.error is not None and budget.left() <= 0:
+        error = outcome.error
+        if not isinstance(error, TimeLimitReached):
+            late = TimeLimitReached(f"no answer within the time limit ({error})")
+            late.__cause__ = error
+            outcome.error = late
+    return outcome
+
+
+def _out_of_time() -> Outcome:
+    return Outcome(
+        [], TimeLimitReached("the time limit was reached before Redis answered"), delivered=False
+    )
+
+
+def _sleep_for(seconds: float, budget: Budget | None) -> float:
+    return seconds if budget is None else max(0.0, min(seconds, budget.left()))
 
 
 async def _acall(call: Call) -> tuple[Any, Exception | None]:
@@ -99,7 +139,7 @@ def _locate(cluster: Any, route: str) -> Any:
         return ("server", None)
     try:
         node = cluster.get_node_from_key(route)
-    except (rx.RedisError, OSError) as error:
+    except _UNREACHABLE as error:
         return error
     return (node.name, node)
 
@@ -107,11 +147,13 @@ def _locate(cluster: Any, route: str) -> Any:
 # -- sync ------------------------------------------------------------------------------
 
 
-def _pipeline(pool: Any, commands: Sequence[Command]) -> Outcome:
+def _pipeline(pool: Any, commands: Sequence[Command], budget: Budget | None = None) -> Outcome:
+    if budget is not None and budget.left() <= 0:
+        return _out_of_time()
     try:
         conn = checkout(pool)
     except _IO_ERRORS as error:
-        return Outcome([], error, delivered=False)
+        return _late(Outcome([], error, delivered=False), budget)
     replies: list[Reply] = []
     try:
         conn.send_packed_command(pack(conn, commands))
@@ -121,12 +163,16 @@ def _pipeline(pool: Any, commands: Sequence[Command]) -> Outcome:
         read = conn._parser.read_response
         for _ in commands:
             try:
-                replies.append(read(disable_decoding=True))
+                if budget is None:
+                    replies.append(read(disable_decoding=True))
+                else:  # wait no longer than the time left
+                    wait = min(max(budget.left(), 0.001), conn.socket_timeout or math.inf)
+                    replies.append(read(disable_decoding=True, timeout=wait))
             except _REPLY_ERRORS as error:
                 replies.append(error)
     except _IO_ERRORS as error:
         conn.disconnect()
-        return Outcome(replies, error, delivered=True)
+        return _late(Outcome(replies, error, delivered=True), budget)
     except BaseException:
         conn.disconnect()  # half-read: never hand it back as it is
         raise
@@ -152,24 +198,45 @@ class SyncTransport:
             raise ConfigError(f"expected a sync redis-py client, got {type(client).__name__}")
         self.client = client
         self.policy = policy
+        self.one_node = self._cluster is None
 
     def run(self, op: Op[T]) -> T:
+        limit = current_limit(self.policy.time_limit)
+        if limit is None:
+            return self._drive(op, None)
+        budget = Budget(limit)
+        published = publish(budget)  # for the connections webtier.connect() made
+        try:
+            return self._drive(op, budget)
+        finally:
+            unpublish(published)
+
+    def _drive(self, op: Op[T], budget: Budget | None) -> T:
         try:
             step = next(op)
             while True:
                 if isinstance(step, Call):
-                    step = _call(op, step)
+                    step = _call(op, step, budget)
+                    continue
+                try:
+                    replies = self.exchange(step, budget)
+                except WebtierError as error:
+                    step = op.throw(error)
+                except _UNREACHABLE as error:
+                    step = _throw(op, error)
                 else:
-                    step = op.send(self.exchange(step))
+                    step = op.send(replies)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
-    def exchange(self, step: Step) -> Any:
+    def exchange(self, step: Step, budget: Budget | None = None) -> Any:
         first = None
-        if self._cluster is None and not isinstance(step, Gather) and step:
+        if self._cluster is None:
             # One server: the hot path needs no Locate and no generator.
             commands = planned(step)
-            first = _pipeline(self._pool, flat(commands))
+            if not commands:
+                return []
+            first = _pipeline(self._pool, flat(commands), budget)
             done = settled(step, first, commands)
             if done is not NOT_DONE:
                 return done
@@ -177,37 +244,37 @@ class SyncTransport:
         try:
             action = next(wire)
             while True:
-                action = wire.send(self._act(action))
+                action = wire.send(self._act(action, budget))
         except StopIteration as done:
             return done.value
 
-    def _act(self, action: Action) -> Any:
+    def _act(self, action: Action, budget: Budget | None) -> Any:
         if type(action) is Send:
-            return self._send(action)
+            return self._send(action, budget)
         if type(action) is Batch:
-            return [self._send(send) for send in action.sends]
+            return [self._send(send, budget) for send in action.sends]
         if type(action) is Locate:
             return [_locate(self._cluster, route) for route in action.routes]
         if type(action) is Refresh:
-            if self._cluster is not None:
+            if self._cluster is not None and (budget is None or budget.left() > 0):
                 # If the map cannot be reloaded now, the next send fails and
                 # is retried within the budget.
-                with contextlib.suppress(rx.RedisError, OSError):
+                with contextlib.suppress(*_UNREACHABLE):
                     self._cluster.nodes_manager.initialize()
             return None
         assert type(action) is Sleep
-        time.sleep(action.seconds)
+        time.sleep(_sleep_for(action.seconds, budget))
         return None
 
-    def _send(self, send: Send) -> Outcome:
+    def _send(self, send: Send, budget: Budget | None) -> Outcome:
         if self._cluster is None:
-            return _pipeline(self._pool, send.commands)
+            return _pipeline(self._pool, send.commands, budget)
         try:
             node = _node(self._cluster, send.target)
             pool = self._cluster.get_redis_connection(node).connection_pool
-        except (rx.RedisError, OSError) as error:
-            return Outcome([], error, delivered=False)
-        return _pipeline(pool, send.commands)
+        except _UNREACHABLE as error:
+            return _late(Outcome([], error, delivered=False), budget)
+        return _pipeline(pool, send.commands, budget)
 
 
 # -- asyncio ---------------------------------------------------------------------------
@@ -217,13 +284,40 @@ async def _apipeline(
     acquire: Callable[[], Awaitable[Any]],
     release: Callable[[Any], Awaitable[None]],
     commands: Sequence[Command],
+    budget: Budget | None = None,
+) -> Outcome:
+    replies: list[Reply] = []
+    if budget is None:
+        return await _apipe(acquire, release, commands, replies, [False])
+    left = budget.left()
+    if left <= 0:
+        return _out_of_time()
+    written = [False]
+    try:
+        # The whole exchange, waiting for a pooled connection and connecting
+        # included, ends at the deadline: cancelled there, it closes its
+        # connection (out of step) and asyncio.timeout raises TimeoutError.
+        async with asyncio.timeout(left):
+            outcome = await _apipe(acquire, release, commands, replies, written)
+    except TimeoutError:
+        late = TimeLimitReached("no answer within the time limit")
+        return Outcome(replies, late, delivered=written[0])
+    return _late(outcome, budget)
+
+
+async def _apipe(
+    acquire: Callable[[], Awaitable[Any]],
+    release: Callable[[Any], Awaitable[None]],
+    commands: Sequence[Command],
+    replies: list[Reply],
+    written: list[bool],
 ) -> Outcome:
     try:
         conn = await acquire()
     except _IO_ERRORS as error:
         return Outcome([], error, delivered=False)
-    replies: list[Reply] = []
     try:
+        written[0] = True  # from here on, some of it may reach the server
         await conn.send_packed_command(pack(conn, commands))
         for _ in commands:
             try:
@@ -239,6 +333,28 @@ async def _apipeline(
     finally:
         await release(conn)
     return Outcome(replies)
+
+
+async def _acquire_checked(node: Any) -> Any:
+    """A connection of a cluster node, ready for a write. The node's free
+    list hands connections out unchecked, where the single-server pool checks
+    them: one the server closed (a restart) or with data waiting is
+    reconnected before anything is written, so that such a failure stays
+    "not sent" and a write is never wrongly reported as maybe applied."""
+    conn = node.acquire_connection()
+    try:
+        if conn.is_connected:
+            try:
+                stale = await conn.can_read()  # data or EOF waiting: no read made
+            except _IO_ERRORS:
+                stale = True
+            if stale:
+                await conn.disconnect()
+        await conn.connect()
+    except BaseException:
+        node.release(conn)
+        raise
+    return conn
 
 
 class AsyncTransport:
@@ -258,26 +374,41 @@ class AsyncTransport:
             raise ConfigError(f"expected an asyncio redis-py client, got {type(client).__name__}")
         self.client = client
         self.policy = policy
+        self.one_node = self._cluster is None
 
     async def run(self, op: Op[T]) -> T:
+        limit = current_limit(self.policy.time_limit)
+        budget = None if limit is None else Budget(limit)
         try:
             step = next(op)
             while True:
                 if isinstance(step, Call):
+                    began = time.monotonic()
                     result, error = await _acall(step)
+                    if budget is not None:  # a Call's time does not count
+                        budget.deadline += time.monotonic() - began
                     step = op.send(result) if error is None else op.throw(error)
+                    continue
+                try:
+                    replies = await self.exchange(step, budget)
+                except WebtierError as failure:
+                    step = op.throw(failure)
+                except _UNREACHABLE as failure:
+                    step = _throw(op, failure)
                 else:
-                    step = op.send(await self.exchange(step))
+                    step = op.send(replies)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
-    async def exchange(self, step: Step) -> Any:
+    async def exchange(self, step: Step, budget: Budget | None = None) -> Any:
         first = None
-        if self._cluster is None and not isinstance(step, Gather) and step:
+        if self._cluster is None:
             # One server: the hot path needs no Locate and no generator.
             commands = planned(step)
+            if not commands:
+                return []
             pool = self._pool
-            first = await _apipeline(pool.get_connection, pool.release, flat(commands))
+            first = await _apipeline(pool.get_connection, pool.release, flat(commands), budget)
             done = settled(step, first, commands)
             if done is not NOT_DONE:
                 return done
@@ -285,48 +416,63 @@ class AsyncTransport:
         try:
             action = next(wire)
             while True:
-                action = wire.send(await self._act(action))
+                action = wire.send(await self._act(action, budget))
         except StopIteration as done:
             return done.value
 
-    async def _act(self, action: Action) -> Any:
+    async def _act(self, action: Action, budget: Budget | None) -> Any:
         if type(action) is Send:
-            return await self._send(action)
+            return await self._send(action, budget)
         if type(action) is Batch:
-            return list(await asyncio.gather(*(self._send(send) for send in action.sends)))
-        if self._cluster is not None:
-            await self._cluster.initialize()
+            return list(await asyncio.gather(*(self._send(s, budget) for s in action.sends)))
         if type(action) is Locate:
+            failed = await self._initialized(budget)
+            if failed is not None:
+                return [failed for _ in action.routes]
             return [_locate(self._cluster, route) for route in action.routes]
         if type(action) is Refresh:
-            if self._cluster is not None:
-                with contextlib.suppress(rx.RedisError, OSError):
-                    await self._cluster.nodes_manager.initialize()
+            if self._cluster is not None and (budget is None or budget.left() > 0):
+                # If the map cannot be reloaded now, the next send fails and
+                # is retried within the budget.
+                with contextlib.suppress(*_UNREACHABLE, TimeoutError):
+                    async with asyncio.timeout(None if budget is None else budget.left()):
+                        await self._cluster.nodes_manager.initialize()
             return None
         assert type(action) is Sleep
-        await asyncio.sleep(action.seconds)
+        await asyncio.sleep(_sleep_for(action.seconds, budget))
         return None
 
-    async def _send(self, send: Send) -> Outcome:
+    async def _initialized(self, budget: Budget | None) -> BaseException | None:
+        """Loads the cluster's slot map if the client has none yet (an
+        asyncio cluster client connects on first use); the error if it
+        cannot."""
+        if self._cluster is None:
+            return None
+        try:
+            async with asyncio.timeout(None if budget is None else max(budget.left(), 0)):
+                await self._cluster.initialize()
+        except TimeoutError:
+            return TimeLimitReached("no node answered within the time limit")
+        except _UNREACHABLE as error:
+            return error
+        return None
+
+    async def _send(self, send: Send, budget: Budget | None) -> Outcome:
         if self._cluster is None:
             pool = self._pool
-            return await _apipeline(pool.get_connection, pool.release, send.commands)
+            return await _apipeline(pool.get_connection, pool.release, send.commands, budget)
+        failed = await self._initialized(budget)
+        if failed is not None:
+            return _late(Outcome([], failed, delivered=False), budget)
         try:
-            await self._cluster.initialize()
             node = _node(self._cluster, send.target)
-        except (rx.RedisError, OSError) as error:
-            return Outcome([], error, delivered=False)
+        except _UNREACHABLE as error:
+            return _late(Outcome([], error, delivered=False), budget)
 
         async def acquire() -> Any:
-            conn = node.acquire_connection()
-            try:
-                await conn.connect()
-            except BaseException:
-                node.release(conn)
-                raise
-            return conn
+            return await _acquire_checked(node)
 
         async def release(conn: Any) -> None:
             node.release(conn)
 
-        return await _apipeline(acquire, release, send.commands)
+        return await _apipeline(acquire, release, send.commands, budget)

@@ -6,16 +6,19 @@ replies: a list with one reply per command, or a list of such lists. It does no 
 own, so the same operation serves the sync and the asyncio API and is unit
 tested by feeding it replies. Replies arrive undecoded (``bytes`` for strings)
 whatever the client's ``decode_responses``; error replies never reach an
-operation, the transport raises them.
+operation as replies: the transport throws the
+:class:`~webtier.errors.WebtierError` they end in into the operation, at the
+``yield``, where it may catch it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
 from webtier._scripts import Script
+from webtier.errors import OutcomeUnknown, PartiallyApplied, WebtierError
 
 Arg: TypeAlias = bytes | str | int | float
 Command: TypeAlias = tuple[Arg, ...]
@@ -62,6 +65,19 @@ class Gather:
 
 
 @dataclass(frozen=True, slots=True)
+class Chain:
+    """Requests applied in order: each is sent only once every request before
+    it has succeeded (on one node they go in one pipeline, which Redis runs
+    in order). For writes to several slots where a later one must never be
+    applied without an earlier one (a user's session index entry before the
+    session it lists). Answered like a tuple of requests; the first failure
+    is raised, and the requests before it were applied.
+    """
+
+    requests: tuple[Request, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Call:
     """Work outside Redis that an operation waits for: a database query, a pause.
 
@@ -75,7 +91,7 @@ class Call:
     awaitable: Callable[[], Awaitable[Any]] | None = None
 
 
-Step: TypeAlias = Request | tuple[Request, ...] | Gather
+Step: TypeAlias = Request | tuple[Request, ...] | Gather | Chain
 Op: TypeAlias = Generator[Step | Call, Any, T]
 
 
@@ -85,6 +101,24 @@ def read(route: str, *commands: Command | ScriptCall) -> Request:
 
 def write(route: str, *commands: Command | ScriptCall, idempotent: bool) -> Request:
     return Request(route, commands, idempotent)
+
+
+def all_applied(operation: str, parts: Sequence[tuple[str, Any]]) -> list[Any]:
+    """The replies of a :class:`Gather`'s requests, each named as a part of
+    ``operation``, when every one succeeded. Otherwise raises what happened:
+    the error itself when no part applied (``OutcomeUnknown`` over plain
+    ``RedisUnavailable`` when both occur), else
+    :class:`~webtier.errors.PartiallyApplied` naming the parts."""
+    failed = [(name, result) for name, result in parts if isinstance(result, WebtierError)]
+    if not failed:
+        return [result for _, result in parts]
+    applied = tuple(name for name, result in parts if not isinstance(result, WebtierError))
+    unknown = tuple(name for name, error in failed if isinstance(error, OutcomeUnknown))
+    first = next((e for _, e in failed if isinstance(e, OutcomeUnknown)), failed[0][1])
+    if not applied:
+        raise first
+    not_applied = tuple(name for name, error in failed if not isinstance(error, OutcomeUnknown))
+    raise PartiallyApplied(operation, applied, not_applied, unknown) from first
 
 
 # -- reply decoding shared by operations ----------------------------------------------

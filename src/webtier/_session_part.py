@@ -8,8 +8,9 @@ from typing import Any
 
 from webtier._facade import Part
 from webtier._ops import sessions as session_ops
-from webtier._protocol import Op, Request
+from webtier._protocol import Op
 from webtier.config import Config
+from webtier.ranking import ViewCounter
 
 
 class SessionsPart(Part):
@@ -17,13 +18,11 @@ class SessionsPart(Part):
         self,
         run: Callable[[Op[Any]], Any],
         config: Config,
-        view_counter: Callable[[str], tuple[Request, ...]] | None = None,
+        views: ViewCounter | None = None,
     ) -> None:
         super().__init__(run, config)
-        # Counts an item view in the touch's own round trip (tier.ranking.view_requests).
-        self._view_counter = view_counter
+        # How a touch counts its item view: the tier's (tier.ranking.views).
+        self._views = views
 
     def _touch(self, token: str, user: str | None, item: str | None) -> Op[bool]:
-        return session_ops.touch(
-            self._config, token, user=user, item=item, view_counter=self._view_counter
-        )
+        return session_ops.touch(self._config, token, user=user, item=item, views=self._views)

@@ -28,9 +28,15 @@ from typing import Any, TypeAlias
 
 from redis import exceptions as rx
 
-from webtier._protocol import Command, Gather, Reply, Request, ScriptCall, Step
+from webtier._protocol import Chain, Command, Gather, Reply, Request, ScriptCall, Step
 from webtier.config import RetryPolicy
-from webtier.errors import OutcomeUnknown, RedisUnavailable, ServerError, WebtierError
+from webtier.errors import (
+    ConfigError,
+    OutcomeUnknown,
+    RedisUnavailable,
+    ServerError,
+    WebtierError,
+)
 
 # -- actions an executor carries out ------------------------------------------------
 
@@ -183,17 +189,22 @@ def _wire_commands(request: Request) -> tuple[Command, ...]:
     return tuple([c.command() if type(c) is ScriptCall else c for c in commands])  # type: ignore[misc]
 
 
-def _requests(step: Request | tuple[Request, ...]) -> tuple[Request, ...]:
-    return (step,) if type(step) is Request else step  # type: ignore[return-value]
+def _requests(step: Step) -> tuple[Request, ...]:
+    kind = type(step)
+    if kind is Request:
+        return (step,)  # type: ignore[return-value]
+    if kind is Gather or kind is Chain:
+        return step.requests  # type: ignore[union-attr]
+    return step  # type: ignore[return-value]
 
 
-def planned(step: Request | tuple[Request, ...]) -> list[tuple[Command, ...]]:
+def planned(step: Step) -> list[tuple[Command, ...]]:
     """The commands of each request of ``step``, for the hot path: everything
     sent once as one pipeline to the one node that serves it all (always so
     on a single server, where executors skip :class:`Locate`)."""
     if type(step) is Request:
         return [_wire_commands(step)]
-    return [_wire_commands(r) for r in step]  # type: ignore[union-attr]
+    return [_wire_commands(r) for r in _requests(step)]
 
 
 def flat(commands: list[tuple[Command, ...]]) -> tuple[Command, ...]:
@@ -208,9 +219,7 @@ def flat(commands: list[tuple[Command, ...]]) -> tuple[Command, ...]:
 NOT_DONE: Any = object()  # what settled() returns when the exchange must go on
 
 
-def settled(
-    step: Request | tuple[Request, ...], outcome: Outcome, commands: list[tuple[Command, ...]]
-) -> Any:
+def settled(step: Step, outcome: Outcome, commands: list[tuple[Command, ...]]) -> Any:
     """The step's replies if the hot path's one send answered it all, else
     ``NOT_DONE``: :func:`exchange` with ``first=outcome`` recovers from there."""
     if outcome.error is not None:
@@ -232,14 +241,12 @@ def exchange(
     ``first`` is the outcome of the hot path's send, when the executor made it
     itself (see :func:`planned` and :func:`settled`) and it did not settle the
     step: the exchange recovers from it."""
-    if isinstance(step, Gather):
-        return (yield from _recover(step.requests, policy, first=None))
     requests = _requests(step)
     if not requests:
         return []
     if first is not None:
         results = yield from _recover(requests, policy, first=first)
-        return _raised(step, results)
+        return _finished(step, results)
     # The hot path: every request served by one node, sent once, every reply
     # fine. Anything else is recovered.
     target: Any = requests[0].route
@@ -247,6 +254,13 @@ def exchange(
         located = yield Locate(tuple(r.route for r in requests))
         node = _one_node(located)
         target = None if node is None else (node[1] or target)
+        if target is None and type(step) is Chain:
+            # Several nodes: one request after the other, each once the
+            # one before it succeeded.
+            chained = []
+            for request in requests:
+                chained.append((yield from exchange(request, policy)))  # noqa: PERF401 (a yield)
+            return chained
     if target is None:
         results = yield from _recover(requests, policy, first=None, located=located)
     else:
@@ -256,14 +270,18 @@ def exchange(
         if done is not NOT_DONE:
             return done
         results = yield from _recover(requests, policy, first=outcome)
-    return _raised(step, results)
+    return _finished(step, results)
 
 
-def _raised(step: Request | tuple[Request, ...], results: list[Any]) -> Any:
+def _finished(step: Step, results: list[Any]) -> Any:
+    """What a step that needed recovery answers: a Gather its results, errors
+    in place; anything else its replies, or the first error raised."""
+    if type(step) is Gather:
+        return results
     for result in results:
         if isinstance(result, WebtierError):
             raise result
-    return results[0] if isinstance(step, Request) else results
+    return results[0] if type(step) is Request else results
 
 
 def _one_node(located: Sequence[Any]) -> Any:
@@ -403,6 +421,11 @@ def _settle(
 _UNREAD: Any = object()  # marks a reply that never came
 
 
+class TimeLimitReached(rx.TimeoutError):
+    """What an executor reports for a send that the operation's time limit
+    cut short (or left no time to begin): the exchange gives up at once."""
+
+
 def _broken(
     unread: list[_Item], outcome: Outcome, results: list[Any], again: list[_Item], fixes: set[_Fix]
 ) -> BaseException:
@@ -413,6 +436,7 @@ def _broken(
     if isinstance(error, rx.AuthenticationError | rx.AuthorizationError):
         _fail(results, unread, RedisUnavailable(f"Redis refused the credentials: {error}"), error)
         return error
+    out_of_time = isinstance(error, TimeLimitReached)
     for item in unread:
         if outcome.delivered and not item.idempotent:
             lost = OutcomeUnknown(
@@ -420,6 +444,8 @@ def _broken(
                 "applied, and webtier does not send it again"
             )
             _fail(results, [item], lost, error)
+        elif out_of_time:  # no try is left to make
+            _fail(results, [item], RedisUnavailable(str(error)), error)
         else:
             again.append(item)
     fixes.add(_Fix.BACKOFF_REFRESH)
@@ -460,3 +486,41 @@ def backoff(policy: RetryPolicy, failures: int) -> float:
     """Seconds to wait before try number ``failures + 1`` (jittered doubling)."""
     ceiling = min(policy.backoff_cap, policy.backoff * 2 ** (failures - 1))
     return random.uniform(ceiling / 2, ceiling)
+
+
+# -- redis-py's exceptions, as webtier's ---------------------------------------------------
+
+# By the start of redis-py's message, what a command it refused means.
+_MEANINGS: tuple[tuple[str, type[WebtierError], str], ...] = (
+    ("Cluster mode is not enabled", ConfigError, "not a Redis Cluster: use a redis:// URL"),
+    ("DB index is out of range", ConfigError, "no such database on this server"),
+)
+
+
+def as_webtier_error(error: BaseException) -> WebtierError:
+    """What a redis-py exception (or an OS error) that reached webtier means,
+    as a :class:`~webtier.errors.WebtierError` whose cause is ``error``.
+
+    Nothing is lost: the original stays chained as ``__cause__``. Failures to
+    reach a server, including redis-py's cluster errors (which do not derive
+    from ``RedisError``), become :class:`RedisUnavailable`.
+    """
+    if isinstance(error, WebtierError):
+        return error
+    message = str(error)
+    translated: WebtierError
+    for start, kind, meaning in _MEANINGS:
+        if start in message:
+            translated = kind(f"{meaning} ({message})")
+            break
+    else:
+        if isinstance(error, rx.AuthenticationError | rx.AuthorizationError):
+            translated = RedisUnavailable(f"Redis refused the credentials: {message}")
+        elif isinstance(
+            error, rx.ConnectionError | rx.TimeoutError | rx.RedisClusterException | OSError
+        ) or (isinstance(error, rx.ClusterError) and not isinstance(error, rx.ResponseError)):
+            translated = RedisUnavailable(f"Redis cannot be reached: {message}")
+        else:
+            translated = ServerError(f"Redis or redis-py refused a command: {message}")
+    translated.__cause__ = error
+    return translated

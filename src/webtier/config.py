@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from webtier._deadline import check_limit
 from webtier._keys import Keyspace, check_stat_type
 from webtier.errors import ConfigError, InvalidInput
 from webtier.histogram import sub_buckets_for
@@ -122,10 +123,15 @@ class RetryPolicy:
     attempts: int = 3  # tries after the first one
     backoff: float = 0.05  # seconds before the first retry, doubled each time
     backoff_cap: float = 1.0  # seconds
+    # Seconds an operation may wait for Redis, its tries included, unless a
+    # webtier.time_limit() around the call says otherwise; None: bounded only
+    # by the tries and the client's socket timeouts.
+    time_limit: float | None = None
 
     def __post_init__(self) -> None:
         _require(_is_int(self.attempts) and 0 <= self.attempts <= 100, "attempts must be 0..100")
         _require(0 <= self.backoff <= self.backoff_cap, "need 0 <= backoff <= backoff_cap")
+        check_limit(self.time_limit, "time_limit")
 
 
 # -- row cache --------------------------------------------------------------------------
@@ -226,6 +232,9 @@ class RankingSettings:
     # on the Redis server's clock, so workers whose clocks disagree still agree
     # on the period, and at most one rescale happens in each.
     interval: int = 300
+    # Seconds the ranking lives once views stop (with the rescale halving
+    # every 5 minutes, a day-old ranking holds nothing worth keeping).
+    expire_after: int = 86_400
 
     def __post_init__(self) -> None:
         _require(_is_int(self.keep) and 1 <= self.keep <= 100_000_000, "keep must be 1..100000000")
@@ -238,6 +247,10 @@ class RankingSettings:
         _require(
             _is_int(self.interval) and 1 <= self.interval <= 7 * 86400,
             "interval must be an int of seconds, 1..604800",
+        )
+        _require(
+            _is_int(self.expire_after) and 60 <= self.expire_after <= 90 * 86400,
+            "expire_after must be an int of seconds, 60..7776000",
         )
 
 

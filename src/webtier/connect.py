@@ -13,7 +13,14 @@ Query parameters are redis-py's (``socket_timeout=2.5``,
 fit for a web tier (connect within 2 s, a reply within 5 s) and no redis-py
 retry: for webtier's operations webtier retries itself, by the rules of
 :mod:`webtier._wire`; for your own commands on the same client, pass
-``retry=`` if you want redis-py's.
+``retry=`` if you want redis-py's. The connections of these clients also
+keep a webtier operation's time limit (:func:`webtier.time_limit`) while
+they connect, so a hung server costs an operation no more than its limit
+even on a new connection.
+
+Errors are webtier's: a cluster none of whose seeds answers raises
+:class:`~webtier.errors.RedisUnavailable`, a seed that is not in cluster
+mode :class:`~webtier.errors.ConfigError`.
 """
 
 from __future__ import annotations
@@ -29,9 +36,12 @@ import redis
 import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
+from redis import exceptions as rx
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from webtier._deadline import time_left
+from webtier._wire import as_webtier_error
 from webtier.config import Config
 from webtier.errors import ConfigError
 
@@ -98,14 +108,73 @@ def parse(url: str, **options: Any) -> Target:
 
 
 def connect(url: str, **options: Any) -> redis.Redis | redis.cluster.RedisCluster:
-    """A sync redis-py client for ``url``; keyword options go to redis-py."""
+    """A sync redis-py client for ``url``; keyword options go to redis-py.
+
+    A cluster client reads the slot map at once: with no seed reachable this
+    raises RedisUnavailable (a server client connects on first use)."""
     target = parse(url, **options)
-    if target.cluster:
-        nodes = [cast(Any, redis.cluster.ClusterNode)(h, p) for h, p in target.seeds[1:]]
-        return redis.cluster.RedisCluster.from_url(
+    if not target.cluster:
+        client = redis.Redis.from_url(target.url, **target.options)
+        _bound(client.connection_pool)
+        return client
+    nodes = [cast(Any, redis.cluster.ClusterNode)(h, p) for h, p in target.seeds[1:]]
+    try:
+        cluster = redis.cluster.RedisCluster.from_url(
             target.url, startup_nodes=nodes, **target.options
         )
-    return redis.Redis.from_url(target.url, **target.options)
+    except (rx.RedisError, rx.RedisClusterException, OSError) as error:
+        raise as_webtier_error(error) from error
+    # Node clients made later (after a failover, say) take these options.
+    manager = cast(Any, cluster).nodes_manager
+    manager.connection_kwargs["connection_class"] = _time_bound(
+        manager.connection_kwargs.get("connection_class", redis.Connection)
+    )
+    for node in cast(Any, cluster).get_nodes():
+        if node.redis_connection is not None:
+            _bound(node.redis_connection.connection_pool)
+    return cluster
+
+
+class _TimeBound:
+    """Mixed into the connection classes of the sync clients connect()
+    makes: while a webtier operation with a time limit runs, a connection
+    it opens connects (and says hello) within the time left, not within the
+    client's socket timeouts."""
+
+    socket_connect_timeout: float | None
+    socket_timeout: float | None
+
+    def connect(self) -> None:
+        left = time_left()
+        if left is None:
+            super().connect()  # type: ignore[misc]
+            return
+        if left <= 0:
+            raise rx.TimeoutError("the time limit was reached before connecting")
+        saved = self.socket_connect_timeout, self.socket_timeout
+        self.socket_connect_timeout = min(left, saved[0] or left)
+        self.socket_timeout = min(left, saved[1] or left)
+        try:
+            super().connect()  # type: ignore[misc]
+        finally:
+            self.socket_connect_timeout, self.socket_timeout = saved
+            # The socket and its parser back to the client's own timeout.
+            cast(Any, self).update_current_socket_timeout(-1)
+
+
+_TIME_BOUND: dict[type, type] = {}
+
+
+def _time_bound(kind: type) -> type:
+    if issubclass(kind, _TimeBound):
+        return kind
+    if kind not in _TIME_BOUND:
+        _TIME_BOUND[kind] = type(f"TimeBound{kind.__name__}", (_TimeBound, kind), {})
+    return _TIME_BOUND[kind]
+
+
+def _bound(pool: Any) -> None:
+    pool.connection_class = _time_bound(pool.connection_class)
 
 
 def connect_async(

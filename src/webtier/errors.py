@@ -36,7 +36,12 @@ class ConfigError(WebtierError, ValueError):
 
 class RedisUnavailable(WebtierError):
     """Redis could not be reached or did not answer in time, after the retries
-    the operation allows. The cause is chained."""
+    (and within the time limit) the operation allows. The cause is chained.
+
+    Raised as such, nothing the operation writes was applied, so it may be
+    retried. Its subclasses say otherwise: :class:`OutcomeUnknown` (maybe
+    applied) and :class:`PartiallyApplied` (some parts applied).
+    """
 
 
 class OutcomeUnknown(RedisUnavailable):
@@ -45,6 +50,37 @@ class OutcomeUnknown(RedisUnavailable):
     It may or may not have been applied. webtier never re-sends such a write
     (a counter increment, for one), so it is applied at most once.
     """
+
+
+class PartiallyApplied(OutcomeUnknown):
+    """An operation that writes to several slots (several nodes of a Cluster)
+    was cut off midway: some of its parts took effect, others did not.
+
+    ``applied`` names the parts that took effect, ``not_applied`` those that
+    provably did not, ``unknown`` those whose reply was lost. Repeating the
+    operation would repeat the applied parts; docs/reliability.md lists every
+    such operation and its parts.
+    """
+
+    def __init__(
+        self,
+        operation: str,
+        applied: tuple[str, ...],
+        not_applied: tuple[str, ...] = (),
+        unknown: tuple[str, ...] = (),
+    ) -> None:
+        self.operation = operation
+        self.applied, self.not_applied, self.unknown = applied, not_applied, unknown
+        super().__init__(operation, applied, not_applied, unknown)
+
+    def __str__(self) -> str:
+        parts = [f"applied: {', '.join(self.applied)}"]
+        if self.not_applied:
+            parts.append(f"not applied: {', '.join(self.not_applied)}")
+        if self.unknown:
+            parts.append(f"unknown: {', '.join(self.unknown)}")
+        cause = f" ({self.__cause__})" if self.__cause__ is not None else ""
+        return f"{self.operation} was cut off midway; {'; '.join(parts)}{cause}"
 
 
 class ServerError(WebtierError):

@@ -8,8 +8,8 @@ off that slot (docs/ranking.md has the figures):
   process and send the sums every ``flush_interval`` seconds, one ZINCRBY per
   distinct item in one round trip. They are the counters'
   :class:`~webtier.recorder.Recorder` with another flush. While one is open,
-  ``tier.ranking.view_requests(item)`` (the hook sessions count views
-  through) and ``tier.ranking.record_view(item)`` count in process.
+  the tier's :class:`ViewCounter` (which sessions count views through) and
+  ``tier.ranking.record_view(item)`` count in process.
 * :class:`TopItems` / :class:`AsyncTopItems` keep a copy of the N most viewed
   items, refreshed every ``refresh`` seconds, so an admission test ("is this
   item in the top 10,000?") costs a dict lookup instead of a ZREVRANK.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import threading
 import time
@@ -75,19 +76,60 @@ class AsyncViewAggregator(AsyncRecorder):
         return _send_views(self._config, entries)
 
 
-def count_view(
-    aggregator: ViewAggregator | AsyncViewAggregator | None, cfg: Config, item: str
-) -> tuple[Request, ...]:
-    """What ``tier.ranking.view_requests`` does: count in ``aggregator`` while
-    it is open (nothing left to send), else return the ZINCRBY to send."""
-    if aggregator is not None:
-        try:
-            aggregator.incr(item)
-        except RuntimeError:  # closed meanwhile: count in Redis directly
-            pass
-        else:
-            return ()
-    return views.view_requests(cfg, item)
+# Every this many views a process counts in Redis, it sends the ranking's
+# upkeep with one (ranking_upkeep.lua): between two upkeeps the ranking grows
+# by at most this many items per process.
+UPKEEP_EVERY = 64
+
+
+class ViewCounter:
+    """How one tier counts item views: in process while an aggregator is
+    open, else in Redis, with the ranking's upkeep (trim and expiry) riding
+    along every :data:`UPKEEP_EVERY`-th view and at least every eighth of
+    the ranking's ``expire_after``, so that it stays bounded and expires when
+    views stop, with no worker running. ``tier.ranking.views`` is the tier's;
+    sessions count the views of their touches through it."""
+
+    def __init__(self, config: Config, one_node: bool) -> None:
+        self._config = config
+        # A single server: a touch may count the view inside its own script.
+        self.one_node = one_node
+        self.aggregator: ViewAggregator | AsyncViewAggregator | None = None
+        self._views = itertools.count(1)
+        self._upkeep_every = config.ranking.expire_after / 8  # seconds
+        self._next_upkeep = 0.0  # time.monotonic() when due anyway
+
+    @property
+    def inline(self) -> bool:
+        """Whether a session's touch may count the view in its own script
+        (one server, and no aggregator counting in process)."""
+        return self.one_node and self.aggregator is None
+
+    def upkeep_due(self) -> bool:
+        """Counts one view; whether the upkeep goes with it."""
+        now = time.monotonic()
+        if next(self._views) % UPKEEP_EVERY and now < self._next_upkeep:
+            return False
+        self._next_upkeep = now + self._upkeep_every
+        return True
+
+    def requests(self, item: str) -> tuple[Request, ...]:
+        """Count one view of ``item`` now: in the aggregator while it is
+        open (nothing left to send), else the requests to send."""
+        aggregator = self.aggregator
+        if aggregator is not None:
+            try:
+                aggregator.incr(item)
+            except RuntimeError:  # closed meanwhile: count in Redis directly
+                pass
+            else:
+                return ()
+        return views.view_requests(self._config, item, upkeep=self.upkeep_due())
+
+    def upkeep(self) -> tuple[Request, ...]:
+        """For a view counted elsewhere (inside a touch's script): the
+        upkeep to send with it, when due."""
+        return (views.upkeep_request(self._config),) if self.upkeep_due() else ()
 
 
 # -- the client-side top N ---------------------------------------------------------------

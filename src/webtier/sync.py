@@ -22,7 +22,7 @@ from webtier._ops import workers as liveness
 from webtier._protocol import Request
 from webtier._session_part import SessionsPart
 from webtier.config import Config
-from webtier.ranking import TopItems, ViewAggregator, count_view
+from webtier.ranking import TopItems, ViewAggregator, ViewCounter
 from webtier.recorder import Recorder
 from webtier.timing import AccessTimer
 
@@ -77,15 +77,16 @@ class Ranking(Part):
     top = sync_op(views.top)
     rescale = sync_op(views.rescale)
 
-    def __init__(self, run: Any, config: Config) -> None:
+    def __init__(self, run: Any, config: Config, one_node: bool) -> None:
         super().__init__(run, config)
-        self._aggregator: ViewAggregator | None = None
+        # How this tier counts views (sessions count theirs through it too).
+        self.views = ViewCounter(config, one_node)
 
     def view_requests(self, item: str) -> tuple[Request, ...]:
         """The requests that count one view of ``item``, for other parts to
-        send in their own round trip (sessions count views when touched);
-        ``()`` while an aggregator is open, which counted it in process."""
-        return count_view(self._aggregator, self._config, item)
+        send in their own round trip; ``()`` while an aggregator is open,
+        which counted it in process."""
+        return self.views.requests(item)
 
     def record_view(self, item: str) -> None:
         """Count one view of ``item`` (in process while an aggregator is open)."""
@@ -97,10 +98,11 @@ class Ranking(Part):
         """Count views in process from now on, flushed every ``flush_interval``
         seconds (see :mod:`webtier.ranking`); close it to count in Redis again.
         The one opened last counts (close the one it replaces)."""
-        self._aggregator = ViewAggregator(
+        aggregator = ViewAggregator(
             self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
         )
-        return self._aggregator
+        self.views.aggregator = aggregator
+        return aggregator
 
     def top_items(self, n: int = 10_000, *, refresh: float = 5.0) -> TopItems:
         """A client-side copy of the ``n`` most viewed items, refreshed every
@@ -186,11 +188,11 @@ class WebTier:
         self.transport = SyncTransport(client, self.config.retry)
         run: Any = self.transport.run
         self.counters = Counters(run, self.config)
-        self.ranking = Ranking(run, self.config)
+        self.ranking = Ranking(run, self.config, self.transport.one_node)
         self.workers = Workers(run, self.config)
         self.rows = Rows(run, self.config)
         self.stats = Stats(run, self.config)
         self.pagecache = PageCache(run, self.config)
         # -- sessions and carts ---
-        self.sessions = Sessions(run, self.config, view_counter=self.ranking.view_requests)
+        self.sessions = Sessions(run, self.config, views=self.ranking.views)
         self.carts = Carts(run, self.config)

@@ -12,9 +12,16 @@ import pytest
 from tests.unit.test_counter_ops import finish
 from webtier._keys import shard_of
 from webtier._ops import carts, ranking, sessions
-from webtier._protocol import Request, ScriptCall
+from webtier._protocol import Chain, ScriptCall
 from webtier.config import Config, SessionSettings
-from webtier.errors import ConfigError, InvalidInput
+from webtier.errors import (
+    ConfigError,
+    InvalidInput,
+    OutcomeUnknown,
+    PartiallyApplied,
+    RedisUnavailable,
+)
+from webtier.ranking import ViewCounter
 from webtier.sessions import (
     BadToken,
     CartChange,
@@ -52,28 +59,76 @@ def test_a_session_lives_in_its_tokens_shard() -> None:
     assert where.recent == f"p:{{s:{shard}}}:recent"
 
 
-def test_touch_is_one_round_trip_with_the_view_and_the_user_index() -> None:
-    op = sessions.touch(CFG, TOKEN, user="alice", item="42")
-    script, index, view = next(op)
-    assert isinstance(script, Request)
+def test_touch_lists_the_user_first_and_counts_the_view_in_its_script_on_one_server() -> None:
+    views = ViewCounter(CFG, one_node=True)
+    op = sessions.touch(CFG, TOKEN, user="alice", item="42", views=views)
+    chain = next(op)
+    assert isinstance(chain, Chain)
+    index, script, upkeep = chain.requests  # the first view of a process carries the upkeep
+    assert index.commands[0] == ("HSET", f"p:{{u:{shard_of('alice', 4)}}}:alice", TOKEN, "")
     assert not script.idempotent
     (call,) = script.commands
     assert isinstance(call, ScriptCall)
     assert call.script is sessions.TOUCH
     where = sessions.place(CFG, TOKEN)
-    assert call.keys == (where.key, where.recent)
+    assert call.keys == (where.key, where.recent, "p:{v}:viewed")  # the view, in the script
     assert call.args[:6] == (TOKEN, "live", "", "alice", "42", 25)
-    assert index.commands[0] == ("HSET", f"p:{{u:{shard_of('alice', 4)}}}:alice", TOKEN, "")
-    assert view == ranking.view_requests(CFG, "42")[0]
-    with pytest.raises(StopIteration) as done:
-        op.send([[[1, b"alice", b"1700000000000000"]], [1, 1], [1.0]])
-    assert done.value.value is True
+    assert upkeep == ranking.upkeep_request(CFG)
+    assert finish_sent(op, [[1, 1], [[1, b"alice", b"1700000000000000"]], [0]]) is True
+    # The next view of the process goes without the upkeep.
+    assert len(next(sessions.touch(CFG, TOKEN, item="42", views=views)).requests) == 1
 
 
-def test_touch_uses_the_view_counter_it_is_given() -> None:
-    op = sessions.touch(CFG, TOKEN, item="42", view_counter=lambda item: ())
-    (_script,) = next(op)
+def test_touch_on_cluster_counts_the_view_only_once_the_session_is_live() -> None:
+    views = ViewCounter(CFG, one_node=False)
+    op = sessions.touch(CFG, TOKEN, item="42", views=views)
+    (script,) = next(op).requests
+    assert len(script.commands[0].keys) == 2  # no ranking key: another slot
+    (view,) = op.send([[[1, b"", b"1700000000000000"]]])
+    assert view.commands[0] == ("ZINCRBY", "p:{v}:viewed", 1, "42")
+    assert finish_sent(op, [[1.0, 0]]) is True
+    # A session that does not exist counts no view.
+    op = sessions.touch(CFG, TOKEN, item="42", views=views)
+    next(op)
     assert finish_sent(op, [[[0]]]) is False
+
+
+@pytest.mark.parametrize(
+    ("error", "not_applied", "unknown"),
+    [(RedisUnavailable("down"), ("view",), ()), (OutcomeUnknown("lost"), (), ("view",))],
+)
+def test_a_view_lost_after_the_touch_is_reported_as_partly_applied(
+    error: RedisUnavailable, not_applied: tuple[str, ...], unknown: tuple[str, ...]
+) -> None:
+    op = sessions.touch(CFG, TOKEN, item="42", views=ViewCounter(CFG, one_node=False))
+    next(op)
+    op.send([[[1, b"", b"1700000000000000"]]])
+    with pytest.raises(PartiallyApplied) as raised:
+        op.throw(error)
+    assert (raised.value.applied, raised.value.not_applied) == (("session",), not_applied)
+    assert raised.value.unknown == unknown
+    assert raised.value.__cause__ is error
+    assert "touch was cut off midway; applied: session" in str(raised.value)
+
+
+def test_touch_counts_in_the_aggregator_once_the_session_is_live() -> None:
+    counted: list[str] = []
+
+    class Aggregator:
+        def incr(self, item: str) -> None:
+            counted.append(item)
+
+    views = ViewCounter(CFG, one_node=True)
+    views.aggregator = Aggregator()  # type: ignore[assignment]
+    op = sessions.touch(CFG, TOKEN, item="42", views=views)
+    (script,) = next(op).requests
+    assert len(script.commands[0].keys) == 2
+    assert finish_sent(op, [[[1, b"", b"1700000000000000"]]]) is True
+    assert counted == ["42"]
+    op = sessions.touch(CFG, TOKEN, item="43", views=views)
+    next(op)
+    assert finish_sent(op, [[[0]]]) is False
+    assert counted == ["42"]
 
 
 def finish_sent(op: Any, reply: Any) -> Any:
@@ -86,7 +141,7 @@ def test_a_touch_refused_for_another_user_raises() -> None:
     op = sessions.touch(CFG, TOKEN, user="bob")
     next(op)
     with pytest.raises(UserMismatch):
-        op.send([[[-1, b"alice"]], [1, 1]])
+        op.send([[1, 1], [[-1, b"alice"]]])
 
 
 def test_bad_arguments_are_refused_before_anything_is_sent() -> None:

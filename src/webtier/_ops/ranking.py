@@ -1,11 +1,14 @@
 """Item view ranking (Redis in Action 2.5).
 
 Every item view adds to the item's score in one zset, ``<prefix>:{v}:viewed``.
-Other capabilities count views through :func:`view_requests`, which they send
-in the same round trip as their own requests (the book counts the view inside
-``update_token``). Once a period (:class:`~webtier.config.RankingSettings`)
-:func:`rescale` keeps the most viewed items and halves every count; see
-docs/ranking.md for the layout, the rescale's fence and the hot key.
+Other capabilities count views through :func:`view_requests` (a session's
+touch counts it inside its own script on a single server, where the book
+counts the view inside ``update_token``). Once a period
+(:class:`~webtier.config.RankingSettings`) :func:`rescale` keeps the most
+viewed items and halves every count; between rescales, and with no worker at
+all, the upkeep sent with every 64th view (:func:`upkeep_request`) trims the
+ranking at twice its keep limit and moves its expiry. See docs/ranking.md for
+the layout, the rescale's fence and the hot key.
 """
 
 from __future__ import annotations
@@ -14,25 +17,52 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from webtier._keys import check_name
-from webtier._protocol import Gather, Op, Reply, Request, ScriptCall, pairs, read, text, write
+from webtier._protocol import (
+    Command,
+    Gather,
+    Op,
+    Reply,
+    Request,
+    ScriptCall,
+    pairs,
+    read,
+    text,
+    write,
+)
 from webtier._scripts import Script
 from webtier.config import Config
 from webtier.errors import InvalidInput, WebtierError
 
 RESCALE = Script.load("ranking_rescale")
+UPKEEP = Script.load("ranking_upkeep")
 
 Entry = tuple[str, int]  # item, views
 
 
-def view_requests(cfg: Config, item: str, views: int = 1) -> tuple[Request, ...]:
-    """The requests that count ``views`` views of ``item`` (checked first).
+def view_requests(
+    cfg: Config, item: str, views: int = 1, *, upkeep: bool = False
+) -> tuple[Request, ...]:
+    """The requests that count ``views`` views of ``item`` (checked first),
+    with the ranking's upkeep when ``upkeep``.
 
     Not idempotent: a lost reply is not sent again, as a view counted twice is
     worse than one missed."""
     check_name("item", item)
-    return (
-        write(cfg.keys.ranking_route, ("ZINCRBY", cfg.keys.viewed, views, item), idempotent=False),
-    )
+    keys = cfg.keys
+    count: Command = ("ZINCRBY", keys.viewed, views, item)
+    if upkeep:
+        return (write(keys.ranking_route, count, upkeep_call(cfg), idempotent=False),)
+    return (write(keys.ranking_route, count, idempotent=False),)
+
+
+def upkeep_call(cfg: Config) -> ScriptCall:
+    """Trim the ranking at twice its keep limit, move its expiry (idempotent)."""
+    settings = cfg.ranking
+    return ScriptCall(UPKEEP, (cfg.keys.viewed,), (settings.keep, settings.expire_after * 1000))
+
+
+def upkeep_request(cfg: Config) -> Request:
+    return write(cfg.keys.ranking_route, upkeep_call(cfg), idempotent=True)
 
 
 def record_view(cfg: Config, item: str) -> Op[None]:
@@ -57,7 +87,9 @@ def record_many(
         return []
     keys = cfg.keys
     commands = tuple(("ZINCRBY", keys.viewed, views, item) for item, views in entries)
-    (reply,) = yield Gather((write(keys.ranking_route, *commands, idempotent=False),))
+    # A flush comes once a second at most: each carries the upkeep.
+    request = write(keys.ranking_route, *commands, upkeep_call(cfg), idempotent=False)
+    (reply,) = yield Gather((request,))
     return [(list(entries), reply if isinstance(reply, WebtierError) else None)]
 
 
@@ -118,9 +150,8 @@ def rescale(cfg: Config) -> Op[RescaleReport]:
     already: safe to run from any number of workers at once."""
     settings, keys = cfg.ranking, cfg.keys
     factor = "1" if settings.factor == 1 else repr(float(settings.factor))
-    call = ScriptCall(
-        RESCALE, (keys.viewed, keys.rescaled), (settings.interval, settings.keep, factor)
-    )
+    args = (settings.interval, settings.keep, factor, settings.expire_after * 1000)
+    call = ScriptCall(RESCALE, (keys.viewed, keys.rescaled), args)
     # Fenced by period, so sending it again after a lost reply is harmless.
     ((done, period, removed, left, next_ms),) = yield write(
         keys.ranking_route, call, idempotent=True

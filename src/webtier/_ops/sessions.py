@@ -29,15 +29,35 @@ import json
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 from webtier._keys import check_name, shard_of
 from webtier._ops import ranking
-from webtier._protocol import Arg, Command, Op, Reply, Request, ScriptCall, pairs, read, text, write
+from webtier._protocol import (
+    Arg,
+    Chain,
+    Command,
+    Gather,
+    Op,
+    Reply,
+    Request,
+    ScriptCall,
+    all_applied,
+    pairs,
+    read,
+    text,
+    write,
+)
 from webtier._scripts import Script
 from webtier.config import Config, SessionSettings
-from webtier.errors import InvalidInput, ServerError
+from webtier.errors import (
+    InvalidInput,
+    OutcomeUnknown,
+    PartiallyApplied,
+    ServerError,
+    WebtierError,
+)
 from webtier.sessions import (
     CART_POLICIES,
     CartChange,
@@ -63,7 +83,18 @@ PICK = Script.load("session_pick")
 # A full session holds up to `viewed` + this many items between two trims.
 VIEWED_SLACK = TOUCH.constant("SLACK")
 
-ViewCounter = Callable[[str], tuple[Request, ...]]
+
+class ViewCounting(Protocol):
+    """How a touch counts its item's view (:class:`webtier.ranking.ViewCounter`)."""
+
+    @property
+    def inline(self) -> bool: ...
+
+    def requests(self, item: str) -> tuple[Request, ...]: ...
+
+    def upkeep(self) -> tuple[Request, ...]: ...
+
+
 _NEW_ATTEMPTS = 5  # a fresh 256-bit token is never taken; this only bounds a broken RNG
 
 
@@ -135,27 +166,45 @@ def _user(value: Reply) -> str | None:
 
 
 def touch_request(
-    cfg: Config, where: Place, mode: str, user: str | None, item: str | None, sid: str = ""
+    cfg: Config,
+    where: Place,
+    mode: str,
+    user: str | None,
+    item: str | None,
+    sid: str = "",
+    *,
+    count_view: bool = False,
 ) -> Request:
+    """The touch script's call; with ``count_view``, the script also counts
+    the item's view in the ranking if the session is live (one server only:
+    the ranking is in another slot)."""
     settings = cfg.sessions
     args = (where.token, mode, sid, user or "", item or "", settings.viewed, *timeouts(settings))
-    call = ScriptCall(TOUCH, (where.key, where.recent), args)
-    return write(where.route, call, idempotent=False)
+    keys = (where.key, where.recent, cfg.keys.viewed) if count_view else (where.key, where.recent)
+    return write(where.route, ScriptCall(TOUCH, keys, args), idempotent=False)
+
+
+def _indexed_first(cfg: Config, user: str | None, token: str, *requests: Request) -> Chain:
+    """``requests`` after the entry listing ``token`` among ``user``'s
+    sessions: the entry alone is harmless (readers drop entries of sessions
+    that are not the user's), a session of a user missing from the index
+    would escape ``revoke_all``; so the entry goes first, on Cluster too."""
+    if user is None:
+        return Chain(requests)
+    return Chain((index_user(cfg, user, token), *requests))
 
 
 def new(cfg: Config, user: str | None = None) -> Op[str]:
     """Create a session and return its token (256 random bits, URL-safe),
-    anonymous or ``user``'s. One round trip."""
+    anonymous or ``user``'s. One round trip (two on Cluster with a user)."""
     if user is not None:
         check_name("user", user)
     for _ in range(_NEW_ATTEMPTS):
         token = new_token()
         where = Place(cfg, token)
-        requests = [touch_request(cfg, where, "new", user, None, new_session_id())]
-        if user is not None:
-            requests.append(index_user(cfg, user, token))
-        replies = yield tuple(requests)
-        if int(replies[0][0][0]) == 1:
+        created = touch_request(cfg, where, "new", user, None, new_session_id())
+        replies = yield _indexed_first(cfg, user, token, created)
+        if int(replies[-1][0][0]) == 1:
             return token
     raise ServerError("could not find a free session token")  # pragma: no cover
 
@@ -193,13 +242,19 @@ def touch(
     *,
     user: str | None = None,
     item: str | None = None,
-    view_counter: ViewCounter | None = None,
+    views: ViewCounting | None = None,
 ) -> Op[bool]:
     """The book's ``update_token`` for a live session: last seen, the user
     (when given), the viewed ``item`` (kept among the newest ``viewed``) and
-    the item's view count in the ranking, in one round trip, atomically per
-    session. ``False`` when there is no such session: in strict mode a touch
-    never creates one (non-strict, it does, as the book does)."""
+    the item's view count in the ranking, atomically per session. ``False``
+    when there is no such session: in strict mode a touch never creates one
+    (non-strict, it does, as the book does), and then no view is counted.
+
+    One round trip on a single server, where the script counts the view
+    itself; on Cluster the view goes to the ranking's node once the session
+    is known live (a second round trip), and if that fails after the touch
+    applied, :class:`~webtier.errors.PartiallyApplied` says so: the session
+    was touched, the view not (or maybe) counted."""
     where = place(cfg, token)
     mode = "live" if cfg.sessions.strict else "any"
     if user is not None:
@@ -207,17 +262,26 @@ def touch(
     if item is not None:
         check_name("item", item)
     sid = new_session_id() if mode == "any" else ""
-    requests = [touch_request(cfg, where, mode, user, item, sid)]
-    if user is not None:
-        requests.append(index_user(cfg, user, where.token))
-    if item is not None:
-        count = view_counter or (lambda name: ranking.view_requests(cfg, name))
-        requests.extend(count(item))
-    replies = yield tuple(requests)
-    status, *rest = replies[0][0]
+    inline = item is not None and views is not None and views.inline
+    touched = touch_request(cfg, where, mode, user, item, sid, count_view=inline)
+    upkeep = views.upkeep() if inline and views is not None else ()
+    replies = yield _indexed_first(cfg, user, where.token, touched, *upkeep)
+    status, *rest = replies[-1 - len(upkeep)][0]
     if int(status) == -1:
         raise UserMismatch(f"the session belongs to {text(rest[0])!r}, not {user!r}: use login")
-    return int(status) == 1
+    live = int(status) == 1
+    if live and item is not None and not inline:
+        counted = views.requests(item) if views is not None else ranking.view_requests(cfg, item)
+        if counted:
+            try:
+                yield counted
+            except WebtierError as error:
+                lost = ("view",)
+                unsure = isinstance(error, OutcomeUnknown)
+                raise PartiallyApplied(
+                    "touch", ("session",), () if unsure else lost, lost if unsure else ()
+                ) from error
+    return live
 
 
 # -- login rotation, logout, the user's sessions ------------------------------------------
@@ -301,8 +365,16 @@ def _live_sessions(cfg: Config, user: str, tokens: Iterable[str]) -> Op[dict[str
             else:
                 stale.append((user, where.token))
     if stale:
-        yield _unindex(cfg, stale)
+        yield from _tidy(_unindex(cfg, stale))
     return found
+
+
+def _tidy(requests: tuple[Request, ...]) -> Op[None]:
+    """Drop stale entries from users' indexes, if Redis lets us now: an
+    entry left behind is harmless (readers check and drop it), so its
+    failure never fails the operation that found it."""
+    if requests:
+        yield Gather(requests)
 
 
 def _indexed(cfg: Config, user: str) -> Op[list[str]]:
@@ -342,16 +414,15 @@ def login(cfg: Config, token: str, user: str, *, cart_policy: str = "add") -> Op
             len(anonymous), *_flat(anonymous), *_flat(merged),
         )  # fmt: skip
         call = ScriptCall(LOGIN, (where.key, moved.key, where.recent), args)
-        ((reply,),) = yield (write(where.route, call, idempotent=False),)
+        moving = write(where.route, call, idempotent=False)
+        (_, (reply,)) = yield _indexed_first(cfg, user, new_one, moving)
         status = int(reply[0])
         if status == 0:
             raise UnknownSession("no live session has this token")
         if status == 1:
             previous = text(reply[1])
-            follow = [index_user(cfg, user, new_one)]
             if previous:
-                follow.extend(_unindex(cfg, [(previous, token)]))
-            yield tuple(follow)
+                yield from _tidy(_unindex(cfg, [(previous, token)]))
             return LoginResult(new_one, changes)
         # -2: the new token was taken; -3: the cart changed meanwhile. Again.
     raise ServerError("the session kept changing during login; try again")
@@ -384,14 +455,16 @@ def _end(cfg: Config, places: list[Place], owner: str = "") -> Op[list[str | Non
         keys = (group[0].recent, *(w.key for w in group))
         args = (*(w.token for w in group), *(owner for _ in group))
         calls.append(write(group[0].route, ScriptCall(END, keys, args), idempotent=True))
-    replies = yield tuple(calls)
+    # Shards on several nodes may fail apart: say which sessions ended.
+    results = yield Gather(tuple(calls))
+    names = [f"{len(group)} session(s) of shard {group[0].shard}" for group in groups]
+    replies = all_applied("ending sessions", list(zip(names, results, strict=True)))
     ended: dict[str, str | None] = {}
     for group, (reply,) in zip(groups, replies, strict=True):
         for where, user in zip(group, reply, strict=True):
             ended[where.token] = None if user is None else text(user)
     gone = [(user, token) for token, user in ended.items() if user]
-    if gone:
-        yield _unindex(cfg, gone)
+    yield from _tidy(_unindex(cfg, gone))
     return [ended[w.token] for w in places]
 
 

@@ -8,6 +8,8 @@
 -- ARGV[1] = period length, seconds
 -- ARGV[2] = keep, the number of most viewed items kept
 -- ARGV[3] = factor, in (0, 1]
+-- ARGV[4] = ms the ranking lives once views stop (its upkeep's expiry, which
+--           the rewrite below would otherwise drop)
 -- Returns {done, period start, removed, left, ms to the next period}: done is
 -- 1 if this call rescaled, 0 if the period was rescaled already (nothing
 -- written).
@@ -37,5 +39,7 @@ if ARGV[3] ~= '1' then
   -- (ZINTERSTORE builds the result directly; ZUNIONSTORE goes through a dict).
   redis.call('ZINTERSTORE', KEYS[1], 1, KEYS[1], 'WEIGHTS', ARGV[3])
 end
-redis.call('SET', KEYS[2], string.format('%d', start))
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+-- The fence is needed until its period is over: two periods bound it.
+redis.call('SET', KEYS[2], string.format('%d', start), 'PX', string.format('%d', 2 * interval * 1000))
 return {1, start, removed, redis.call('ZCARD', KEYS[1]), next_ms}

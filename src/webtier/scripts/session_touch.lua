@@ -8,6 +8,10 @@
 --           fields are a letter and a name: v<item> = the number of its
 --           latest view, k<item> = cart count, d<name> = data value (JSON)
 -- KEYS[2] = the shard's recency index: zset token -> last seen (server µs)
+-- KEYS[3] = (optional, single server only: another slot) the item view
+--           ranking, zset item -> views: a touch that finds the session live
+--           counts the item's view there, so that a view is never counted
+--           for a session that does not exist
 -- ARGV[1] = the token (member of KEYS[2])
 -- ARGV[2] = mode: 'new' (create; refuse a token in use), 'live' (touch a live
 --           session only: strict mode), 'any' (create when missing: the book)
@@ -153,6 +157,7 @@ if redis.call('ZCOUNT', recent, now_text, '+inf') > 0 then
   seen = format('%d', tonumber(top) + 1)
 end
 redis.call('ZADD', recent, seen, token)
+if KEYS[3] and item ~= '' then redis.call('ZINCRBY', KEYS[3], 1, item) end
 if expire_text then
   redis.call('PEXPIREAT', key, expire_text)
   -- The index holds no data of its own: it outlives every session whose
