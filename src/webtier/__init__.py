@@ -4,6 +4,7 @@ Start with :func:`open` (sync) or :func:`open_async`, or wrap a redis-py client
 you already have in :class:`WebTier` / :class:`AsyncWebTier`.
 """
 
+from webtier._deadline import time_limit
 from webtier._ops.row_refresh import RefreshReport
 from webtier._ops.rows import RowStatus
 from webtier._ops.stats import Recorded, Summary
@@ -23,6 +24,7 @@ from webtier.errors import (
     EmbeddedServerError,
     InvalidInput,
     OutcomeUnknown,
+    PartiallyApplied,
     RedisUnavailable,
     ServerError,
     SourceError,
@@ -46,6 +48,7 @@ __all__ = [
     "FunctionSource",
     "InvalidInput",
     "OutcomeUnknown",
+    "PartiallyApplied",
     "Precision",
     "Recorder",
     "RedisUnavailable",
@@ -63,6 +66,7 @@ __all__ = [
     "disconnect",
     "open",
     "open_async",
+    "time_limit",
 ]
 __all__ += [
     "AccessTimer",

@@ -273,3 +273,30 @@ def test_a_rescale_retried_through_a_stall_halves_once(config: Config) -> None:
         sleeper.join()
         assert scores(client, config) == {"a": 16.0}
         client.close()
+
+
+# -- bounded with no worker ---------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_with_no_worker_the_ranking_stays_bounded_and_expires(
+    tier_factory: Any, config: Config, client: Any
+) -> None:
+    from webtier.ranking import UPKEEP_EVERY
+
+    config = with_ranking(config, keep=50, expire_after=600)
+    tier = tier_factory(config)
+    token = await tier.sessions.new()
+    for n in range(400):  # distinct items, half through touches, half direct
+        if n % 2:
+            await tier.sessions.touch(token, item=f"item{n}")
+        else:
+            await tier.ranking.record_view(f"item{n}")
+        # One process: never more than twice `keep`, plus the views between
+        # two upkeeps.
+        assert client.zcard(config.keys.viewed) <= 2 * 50 + UPKEEP_EVERY
+    assert 0 < client.pttl(config.keys.viewed) <= 600_000
+    # A rescale rewrites the set: the expiry stays, and so does its fence's.
+    assert (await tier.ranking.rescale()).done
+    assert 0 < client.pttl(config.keys.viewed) <= 600_000
+    assert 0 < client.pttl(config.keys.rescaled) <= 2 * 300 * 1000

@@ -57,6 +57,42 @@ async def test_touch_counts_the_view_in_the_ranking(tier: Any) -> None:
     assert await tier.ranking.top(2) == [("a", 2.0), ("b", 1.0)]
 
 
+async def test_a_view_is_counted_only_for_a_live_session(tier: Any) -> None:
+    never_issued = "Q" * 43
+    assert not await tier.sessions.touch(never_issued, item="ghost")
+    token = await tier.sessions.new()
+    await tier.sessions.logout(token)
+    assert not await tier.sessions.touch(token, item="ghost")
+    assert await tier.ranking.rank("ghost") is None
+    live = await tier.sessions.new()
+    assert await tier.sessions.touch(live, item="ghost")
+    assert await tier.ranking.top(1) == [("ghost", 1.0)]
+
+
+async def test_a_view_recorded_after_the_session_ended_counts_once(tier: Any) -> None:
+    # A handler reads the user, a logout elsewhere ends the session, then the
+    # handler records a view: it goes to a new session, counted once.
+    from webtier.web._sessions import OutageLog, SessionOptions, SessionState, drive_async
+    from webtier.web._sessions import record_view as record
+    from webtier.web._sessions import user as read_user
+
+    token = await tier.sessions.new()
+    state = SessionState(SessionOptions(), OutageLog(30), token)
+    run = drive_async if isinstance(tier, webtier.AsyncWebTier) else _drive_in_thread
+    assert await run(tier, read_user(state)) is None
+    await tier.sessions.logout(token)
+    await run(tier, record(state, "42"))
+    assert state.token not in (None, token)
+    assert await tier.ranking.top(5) == [("42", 1.0)]
+    assert await tier.sessions.recently_viewed(state.token) == ["42"]
+
+
+async def _drive_in_thread(tier: Any, flow: Any) -> Any:
+    from webtier.web._sessions import drive
+
+    return await anyio.to_thread.run_sync(drive, tier._wrapped, flow)
+
+
 async def test_strict_touch_never_creates_a_session(tier: Any) -> None:
     token = webtier.sessions.new_token()
     assert not await tier.sessions.touch(token, user="mallory", item="1")

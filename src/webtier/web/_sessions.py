@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from http.cookies import Morsel
 from typing import Any, Concatenate, Literal, ParamSpec, TypeAlias, TypeVar
 
+from webtier._deadline import check_limit
 from webtier._throttle import Throttle
-from webtier.errors import ConfigError, RedisUnavailable, WebtierError
+from webtier.errors import ConfigError, PartiallyApplied, RedisUnavailable, WebtierError
 from webtier.sessions import CartPolicy, LoginResult, UnknownSession, is_token
 
 P = ParamSpec("P")
@@ -61,7 +62,10 @@ class SessionOptions:
     the session while Redis is unreachable; ``"anonymous"`` serves it as an
     anonymous visitor (writes still fail). ``refresh_after``: a request
     reading a session last seen longer ago (seconds) touches it, so the idle
-    timeout follows activity without a write per request.
+    timeout follows activity without a write per request. ``time_limit``:
+    seconds each webtier operation of a request (the app's own included) may
+    wait for Redis, its retries included, so a hung server costs a request
+    at most that before its 503 (``None``: the tier's own limit).
     """
 
     cookie_name: str = DEFAULT_COOKIE
@@ -74,6 +78,7 @@ class SessionOptions:
     on_outage: Literal["fail", "anonymous"] = "fail"
     retry_after: int = 5  # seconds, in the 503's Retry-After
     refresh_after: float = 60.0  # seconds
+    time_limit: float | None = 1.0  # seconds per operation, tries included
     log_every: float = 30.0  # seconds between two log lines about an outage
     keys: tuple[bytes, ...] = field(init=False, repr=False, compare=False)  # signing_keys, bytes
 
@@ -100,6 +105,7 @@ class SessionOptions:
             raise ConfigError("max_age: seconds > 0, or None for a browser-session cookie")
         if self.retry_after < 0 or self.refresh_after < 0 or self.log_every < 0:
             raise ConfigError("retry_after, refresh_after and log_every: seconds >= 0")
+        check_limit(self.time_limit, "time_limit")
 
 
 # -- the cookie -------------------------------------------------------------------------------
@@ -455,17 +461,25 @@ def recently_viewed(state: SessionState) -> Flow[list[str]]:
 def record_view(state: SessionState, item: str) -> Flow[None]:
     """Pushes ``item`` onto the session's recently viewed and counts the
     view for the ranking, in one round trip. Served as anonymous during an
-    outage, the view is dropped (logged) rather than failing the page."""
+    outage, the view is dropped (logged) rather than failing the page.
+    The view is counted once: a touch counts it only for a live session,
+    and one whose count alone failed (the ranking's node away, on Cluster)
+    is not repeated."""
     try:
         token = yield from _ensure(state)
     except RedisUnavailable:
         if state.degraded is None:
             raise
         return
-    if not (yield Ask("sessions", "touch", (token,), {"item": item})):
-        _forget(state)  # the session ended meanwhile: the view goes to a new one
-        token = yield from _ensure(state)
-        yield Ask("sessions", "touch", (token,), {"item": item})
+    try:
+        if not (yield Ask("sessions", "touch", (token,), {"item": item})):
+            _forget(state)  # the session ended meanwhile: the view goes to a new one
+            token = yield from _ensure(state)
+            yield Ask("sessions", "touch", (token,), {"item": item})
+    except PartiallyApplied as error:
+        if "session" not in error.applied:
+            raise
+        state.outages.failed(error, "view not counted")
 
 
 def cart(state: SessionState) -> Flow[dict[str, int]]:

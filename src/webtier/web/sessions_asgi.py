@@ -25,6 +25,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from webtier._deadline import time_limit
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.web._sessions import (
@@ -79,7 +80,8 @@ class SessionMiddleware(Middleware):
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_cookie)
+            with time_limit(self.options.time_limit):
+                await self.app(scope, receive, send_with_cookie)
         except RedisUnavailable as error:
             if started:
                 raise  # too late for a 503: the server closes the connection

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from webtier._deadline import time_limit
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.web._sessions import UNAVAILABLE_BODY, Middleware, Where
 from webtier.web.session import Session
@@ -46,7 +47,8 @@ class SessionMiddleware(Middleware):
         meta = request.META
         state = self.state(meta.get("HTTP_COOKIE"))
         request.webtier_session = Session(self.tier, state)
-        response = self.get_response(request)
+        with time_limit(self.options.time_limit):
+            response = self.get_response(request)
         where = Where(meta.get("SCRIPT_NAME", ""), request.scheme, meta.get("HTTP_HOST", ""))
         cookie = state.cookie_to_send(where)
         if cookie is not None:

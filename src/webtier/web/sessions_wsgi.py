@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
+from webtier._deadline import time_limit
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.sync import WebTier
 from webtier.web._sessions import (
@@ -80,7 +81,8 @@ class WSGISessionMiddleware(Middleware):
             return start_response(status, merge_headers(headers, extra), exc_info)
 
         try:
-            return self.app(environ, start_with_cookie)
+            with time_limit(self.options.time_limit):
+                return self.app(environ, start_with_cookie)
         except RedisUnavailable as error:
             # Nothing was sent yet (the app raised before returning its body),
             # so the 503 may replace a response the app had started.

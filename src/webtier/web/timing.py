@@ -36,6 +36,7 @@ from starlette.routing import BaseRoute, Host, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webtier import timing
+from webtier._deadline import check_limit, time_limit
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import ACCESS_TIME
 from webtier.errors import WebtierError
@@ -113,7 +114,9 @@ def environ_route(environ: Environ) -> str | None:
     return route if isinstance(route, str) else None
 
 
-def time_flask(app: Any, tier: WebTier, *, unmatched: str = UNMATCHED) -> None:
+def time_flask(
+    app: Any, tier: WebTier, *, unmatched: str = UNMATCHED, time_limit: float | None = 1.0
+) -> None:
     """Time every request of the Flask ``app`` by its URL rule
     (``/item/<int:id>``): a teardown hook leaves the rule Flask matched where
     :class:`WSGIAccessTime`, wrapped around ``app.wsgi_app``, finds it."""
@@ -125,7 +128,7 @@ def time_flask(app: Any, tier: WebTier, *, unmatched: str = UNMATCHED) -> None:
             flask.request.environ[ROUTE_KEY] = rule.rule
 
     app.teardown_request(leave_rule)
-    app.wsgi_app = WSGIAccessTime(app.wsgi_app, tier, unmatched=unmatched)
+    app.wsgi_app = WSGIAccessTime(app.wsgi_app, tier, unmatched=unmatched, time_limit=time_limit)
 
 
 # -- ASGI --------------------------------------------------------------------------------------
@@ -142,8 +145,12 @@ class AccessTimeMiddleware:
         *,
         route: Callable[[Scope], str | None] = starlette_route,
         unmatched: str = UNMATCHED,
+        time_limit: float | None = 1.0,
     ) -> None:
         self.app, self.tier, self.route, self.unmatched = app, tier, route, unmatched
+        # Seconds a record may wait for Redis: a hung server must not hold
+        # the worker long after the response went out.
+        self.time_limit = check_limit(time_limit, "time_limit")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -174,7 +181,8 @@ class AccessTimeMiddleware:
     async def _record(self, scope: Scope, seconds: float, failed: bool) -> None:
         context = self.route(scope) or self.unmatched
         try:
-            await self.tier.stats.record(context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
+            with time_limit(self.time_limit):
+                await self.tier.stats.record(context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
         except WebtierError as error:
             timing.FAILURES.failed(context, error)
 
@@ -193,8 +201,10 @@ class WSGIAccessTime:
         *,
         route: Callable[[Environ], str | None] = environ_route,
         unmatched: str = UNMATCHED,
+        time_limit: float | None = 1.0,
     ) -> None:
         self.app, self.tier, self.route, self.unmatched = app, tier, route, unmatched
+        self.time_limit = check_limit(time_limit, "time_limit")
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -214,7 +224,8 @@ class WSGIAccessTime:
     def record(self, environ: Environ, seconds: float, failed: bool) -> None:
         context = self.route(environ) or self.unmatched
         try:
-            self.tier.stats.record(context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
+            with time_limit(self.time_limit):
+                self.tier.stats.record(context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
         except WebtierError as error:
             timing.FAILURES.failed(context, error)
 
