@@ -29,6 +29,7 @@ from starlette.routing import Route
 import webtier
 from tests.conftest import BINARIES
 from tests.integration.sessionhelp import serving
+from webtier._keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRules
@@ -524,3 +525,31 @@ def test_revoking_sessions_across_masters_says_which_ended(cluster: RedisCluster
         if master is not victim:
             assert tier.sessions.info(token) is None  # ended where its master answered
     webtier.disconnect(client)
+
+
+@pytest.mark.anyio
+async def test_a_time_limit_bounds_operations_on_a_hung_cluster_master(
+    cluster: RedisCluster,
+) -> None:
+    sync_client = webtier.connect(cluster.url, socket_timeout=5)
+    async_client = webtier.connect_async(cluster.url, socket_timeout=5)
+    config = Config(prefix="hung")
+    tiers = [webtier.WebTier(sync_client, config), webtier.AsyncWebTier(async_client, config)]
+    for tier in tiers:  # connections kept to every master
+        for n in range(20):
+            await maybe_await(tier.counters.record(f"hits{n}"))
+    hung = master_of(cluster, config.keys.counter_shard(shard_of("hits0", 64))[1])
+    try:
+        with stopped(hung):
+            for tier in tiers:
+                began = time.monotonic()
+                with webtier.time_limit(LIMIT), pytest.raises(webtier.RedisUnavailable):
+                    await maybe_await(tier.counters.get("hits0", 60))
+                assert time.monotonic() - began < LIMIT * SLACK, tier
+    finally:
+        webtier.disconnect(sync_client)
+        await async_client.aclose()
+
+
+async def maybe_await(value: Any) -> Any:
+    return await value if asyncio.iscoroutine(value) else value

@@ -93,6 +93,23 @@ async def _drive_in_thread(tier: Any, flow: Any) -> Any:
     return await anyio.to_thread.run_sync(drive, tier._wrapped, flow)
 
 
+async def test_the_recency_index_forgets_expired_sessions_with_no_cleaner(
+    tier_factory: Any, config: webtier.Config, redis_url: str
+) -> None:
+    config = _with(config, idle_timeout=1, shards=1)
+    tier = tier_factory(config)
+    for _ in range(40):
+        await tier.sessions.new()
+    await anyio.sleep(1.2)  # all expired by Redis; their index entries stay
+    live = [await tier.sessions.new() for _ in range(6)]
+    client = webtier.connect(redis_url)
+    try:
+        recent = session_ops.Place(config, live[0]).recent
+        assert client.zcard(recent) == 6  # each new session dropped up to 8
+    finally:
+        webtier.disconnect(client)
+
+
 async def test_strict_touch_never_creates_a_session(tier: Any) -> None:
     token = webtier.sessions.new_token()
     assert not await tier.sessions.touch(token, user="mallory", item="1")

@@ -81,6 +81,13 @@ elseif mode == 'live' then
 else
   created = now_ms
   redis.call('HSET', key, 'c', format('%d', created), 'i', ARGV[3])
+  -- Redis expires sessions, not their index entries: each new session drops
+  -- up to 8 entries last seen longer ago than a session can live unseen, so
+  -- the index stays bounded with no cleaner running.
+  local age = (idle > 0 and idle < backstop) and idle or backstop
+  local gone = redis.call('ZRANGEBYSCORE', recent, '-inf', format('(%d', (now_ms - age) * 1000),
+    'LIMIT', 0, 8)
+  if #gone > 0 then redis.call('ZREM', recent, unpack(gone)) end
 end
 
 local late = lateness
