@@ -1,5 +1,6 @@
-"""Helpers of the row cache tests: a seeded shop database, and real sources
-instrumented to count, slow down or pause their loads."""
+"""Helpers of the row cache tests: a seeded shop database, real sources
+instrumented to count, slow down or pause their loads, and a reader that
+dies mid-load."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
+import webtier
 from webtier import shopdb
+from webtier._keys import shard_of
+from webtier._ops.rows import FILL, bookkeeping_ms
+from webtier._protocol import ScriptCall, text
+from webtier.config import Config
 from webtier.rowsource import Row, Source
 from webtier.sqlsource import SqlSource
 
@@ -42,6 +48,30 @@ def set_stock(engine: sa.Engine, item_id: int, stock: int) -> None:
 def delete_item(engine: sa.Engine, item_id: int) -> None:
     with engine.begin() as conn:
         conn.execute(shopdb.inventory.delete().where(shopdb.inventory.c.item_id == item_id))
+
+
+def run_script(redis_url: str, call: Any) -> Any:
+    """Send one script call by hand, as a client that then dies would
+    (nothing follows it), and return its reply."""
+    assert isinstance(call, ScriptCall)
+    client = webtier.connect(redis_url)
+    try:
+        return client.eval(call.script.source.decode(), len(call.keys), *call.keys, *call.args)
+    finally:
+        webtier.disconnect(client)
+
+
+def take_load(
+    redis_url: str, config: Config, key: str, lease_ms: int, source: str = "inventory"
+) -> str:
+    """Take the load of row ``key`` of ``source`` as a reader would, then
+    never store: the reader died (or stalls). Returns its ticket."""
+    shard = config.keys.row_shard(source, shard_of(key, config.rows.shards))
+    keys = (shard.fill, shard.lease, shard.seq, shard.row(key))
+    args = (key, lease_ms, "miss", bookkeeping_ms(config.rows))
+    kind, ticket = run_script(redis_url, ScriptCall(FILL, keys, args))
+    assert kind == b"load"
+    return text(ticket)
 
 
 class Instrumented(Source):

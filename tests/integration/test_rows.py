@@ -16,10 +16,19 @@ import sqlalchemy as sa
 
 import webtier
 from tests.conftest import all_keys
-from tests.integration.rowhelp import Instrumented, db_row, delete_item, seed, set_stock
+from tests.integration.rowhelp import (
+    Instrumented,
+    db_row,
+    delete_item,
+    run_script,
+    seed,
+    set_stock,
+    take_load,
+)
 from webtier import shopdb
 from webtier._keys import shard_of
-from webtier._ops.rows import FILL
+from webtier._ops.rows import bookkeeping_ms, store_request
+from webtier._rowjson import encode
 from webtier.config import Config, RowSettings
 from webtier.errors import InvalidInput, SourceError
 from webtier.rowsource import FunctionSource
@@ -95,14 +104,7 @@ async def test_a_reader_that_died_mid_load_delays_others_by_one_lease(
 ) -> None:
     tier = tier_factory(rows_config(prefix, fill_lease=0.5))
     source = seed(database)
-    # Take the load of row 4 as a reader would, then never store: it died.
-    shard = tier.config.keys.row_shard("inventory", shard_of("4", 16))
-    client = webtier.connect(redis_url)
-    try:
-        keys = (shard.fill, shard.lease, shard.seq, shard.row("4"))
-        client.eval(FILL.source.decode(), len(keys), *keys, "4", 500, "miss")
-    finally:
-        client.close()
+    take_load(redis_url, tier.config, "4", 500)
     started = time.monotonic()
     assert await tier.rows.get(source, 4, load=True) == db_row(database, 4)
     waited = time.monotonic() - started
@@ -140,6 +142,80 @@ async def test_copies_of_unscheduled_rows_expire_scheduled_ones_do_not(
         assert client.exists(key) == 0  # the book's rule: unscheduling drops the copy
     finally:
         client.close()
+
+
+# -- memory with no worker running ------------------------------------------------------
+
+
+@sqlite_only
+async def test_the_bookkeeping_of_loads_expires_with_no_worker_running(
+    tier_factory: Any, prefix: str, redis_url: str, database: sa.Engine
+) -> None:
+    config = rows_config(prefix, shards=1)
+    tier = tier_factory(config)
+    source = seed(database)
+    broken = FunctionSource("broken", lambda key: 1 / 0)  # type: ignore[arg-type,return-value]
+    await tier.rows.get(source, 2, load=True)  # a ticket handed out: seq
+    take_load(redis_url, config, "4", 60_000)  # a reader that died: fill, lease
+    await tier.rows.schedule(broken, 1, 60)
+    with pytest.raises(SourceError):
+        await tier.rows.get(broken, 1, load=True)  # a failure counted: fail
+    shard, failing = (config.keys.row_shard(name, 0) for name in ("inventory", "broken"))
+    longest = bookkeeping_ms(config.rows)
+    assert longest >= 86_400_000
+    client = webtier.connect(redis_url)
+    try:
+        for key in (shard.seq, shard.fill, shard.lease, failing.seq, failing.fail):
+            assert 0 < client.pttl(key) <= longest, key
+    finally:
+        webtier.disconnect(client)
+
+
+@sqlite_only
+async def test_readers_that_died_mid_load_leave_nothing_behind_with_no_worker_running(
+    tier_factory: Any, prefix: str, redis_url: str, database: sa.Engine
+) -> None:
+    config = rows_config(prefix, shards=1, fill_lease=0.2)
+    tier = tier_factory(config)
+    source = seed(database)
+    for key in ("10", "11", "12", "13", "14"):
+        take_load(redis_url, config, key, 200)
+    await anyio.sleep(0.3)  # their leases run out; no worker claims, so none prunes them
+    assert await tier.rows.get(source, 2, load=True) == db_row(database, 2)
+    shard = config.keys.row_shard("inventory", 0)
+    client = webtier.connect(redis_url)
+    try:
+        assert (client.hlen(shard.fill), client.zcard(shard.lease)) == (0, 0)
+    finally:
+        webtier.disconnect(client)
+
+
+@sqlite_only
+async def test_tickets_never_repeat_after_the_sequence_expires(
+    tier_factory: Any, prefix: str, redis_url: str, database: sa.Engine
+) -> None:
+    config = rows_config(prefix, shards=1)
+    tier = tier_factory(config)
+    source = seed(database)
+    before = db_row(database, 5)
+    assert before is not None
+    slow = take_load(redis_url, config, "5", 60_000)  # a reader reads v1, and stalls
+    set_stock(database, 5, 777)
+    await tier.rows.invalidate(source, 5)  # the app writes v2, then invalidates
+    shard = config.keys.row_shard("inventory", 0)
+    client = webtier.connect(redis_url)
+    try:
+        # What the sequence's TTL does once no ticket was handed out for that
+        # long (or a restart of a Redis without persistence).
+        client.delete(shard.seq)
+    finally:
+        webtier.disconnect(client)
+    newer = take_load(redis_url, config, "5", 60_000)  # another reader takes the load
+    assert int(newer) > int(slow)
+    # The stalled reader stores what it read before the write: refused.
+    store = store_request(config, shard, [("5", slow, "f", encode(before))])
+    assert run_script(redis_url, store.commands[0]) == [0]
+    assert await tier.rows.get(source, 5) is None
 
 
 # -- the schedule -----------------------------------------------------------------------

@@ -14,6 +14,7 @@ import time
 import pytest
 
 import webtier
+from webtier._ops import workers as liveness
 from webtier._protocol import Op, write
 from webtier.config import Config
 from webtier.testing import RedisServer
@@ -62,6 +63,18 @@ def test_liveness_key_while_running(redis_url: str, config: Config) -> None:
         thread.join(timeout=10)
     assert not thread.is_alive()
     assert tier.workers.alive() == []
+    webtier.disconnect(client)
+
+
+def test_the_index_of_workers_expires_after_the_last_heartbeat(
+    redis_url: str, config: Config
+) -> None:
+    client = webtier.connect(redis_url)
+    tier = webtier.WebTier(client, config)
+    info = liveness.WorkerInfo("w1", "host", 1, NOW, ("rows",), time.time())
+    tier.transport.run(liveness.heartbeat(config, info, 15.0))  # then it died
+    assert 0 < client.pttl(config.keys.worker("w1")) <= 15_000
+    assert 15_000 < client.pttl(config.keys.workers) <= 15_000 + liveness.DEAD_KEPT_MS
     webtier.disconnect(client)
 
 

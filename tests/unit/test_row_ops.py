@@ -87,7 +87,8 @@ def test_a_round_claims_every_shard_loads_once_and_stores_with_the_tickets() -> 
     assert isinstance(step, Gather)
     assert [r.route for r in step.requests] == [shard("4").route, shard("1").route]
     assert not any(r.idempotent for r in step.requests)
-    assert {r.commands[0].args for r in step.requests} == {(3, 10_000, "")}  # type: ignore[union-attr]
+    # batch, lease (ms), due by (now), the ttl of the loads' bookkeeping (ms)
+    assert {r.commands[0].args for r in step.requests} == {(3, 10_000, "", 86_400_000)}  # type: ignore[union-attr]
     step = op.send(
         [
             claim_reply(1000, 5000, [("4", 8, 950)], []),
@@ -150,10 +151,33 @@ def test_a_failed_load_gives_the_rows_back_and_raises_source_error() -> None:
     assert release.idempotent
     assert release.commands[0].script is rows.RELEASE  # type: ignore[union-attr]
     # Due again at once: the worker backs off as a whole while the source fails.
-    assert release.commands[0].args == (0, 0, "1", "7")  # type: ignore[union-attr]
+    assert release.commands[0].args == (0, 0, 86_400_000, "1", "7")  # type: ignore[union-attr]
     with pytest.raises(SourceError, match="boom") as failed:
         op.send([[1]])
     assert isinstance(failed.value.__cause__, ZeroDivisionError)
+
+
+def test_the_bookkeeping_of_loads_outlives_every_lease_and_backoff() -> None:
+    day = 86_400_000
+    assert rows.bookkeeping_ms(RowSettings()) == day
+    assert rows.bookkeeping_ms(RowSettings(lease=3 * 86400)) == 6 * day
+    assert rows.bookkeeping_ms(RowSettings(fill_lease=86400)) == 2 * day
+    assert rows.bookkeeping_ms(RowSettings(retry_cap=2 * 86400)) == 4 * day
+
+
+def test_a_read_through_takes_its_ticket_with_the_bookkeeping_ttl() -> None:
+    request = next(rows.get(CFG, SOURCE, 2, load=True))
+    assert request.commands == (("GET", shard("2").row("2")),)  # type: ignore[union-attr]
+    op = rows.get(CFG, SOURCE, 2, load=True)
+    next(op)
+    fill = op.send([None])
+    assert isinstance(fill, Request)
+    (call,) = fill.commands
+    assert isinstance(call, ScriptCall)
+    assert call.script is rows.FILL
+    s = shard("2")
+    assert call.keys == (s.fill, s.lease, s.seq, s.row("2"))
+    assert call.args == ("2", 5000, "miss", 86_400_000)
 
 
 def test_a_full_shard_asks_for_another_round_at_once() -> None:

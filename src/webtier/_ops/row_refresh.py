@@ -16,7 +16,14 @@ from functools import partial
 from typing import Any
 
 from webtier._keys import RowShard
-from webtier._ops.rows import CLAIM, first_line, release_request, store_request, to_ms
+from webtier._ops.rows import (
+    CLAIM,
+    bookkeeping_ms,
+    first_line,
+    release_request,
+    store_request,
+    to_ms,
+)
 from webtier._protocol import Arg, Call, Gather, Op, ScriptCall, text, write
 from webtier._rowjson import encode
 from webtier.config import Config
@@ -115,7 +122,12 @@ def refresh_round(
     plan = [(s, cfg.keys.row_shard(s.name, n)) for s in chosen for n in range(settings.shards)]
     if not plan:
         return Round(RefreshReport(), None, False, None)
-    args: tuple[Arg, ...] = (settings.batch, to_ms(settings.lease), "" if upto is None else upto)
+    args: tuple[Arg, ...] = (
+        settings.batch,
+        to_ms(settings.lease),
+        "" if upto is None else upto,
+        bookkeeping_ms(settings),
+    )
     replies = yield Gather(
         tuple(
             # Not idempotent: sent twice it claims twice. A claim whose reply

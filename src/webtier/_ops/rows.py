@@ -33,7 +33,7 @@ from webtier._keys import RowShard, shard_of
 from webtier._protocol import Arg, Call, Op, Reply, Request, ScriptCall, read, text, write
 from webtier._rowjson import decode, encode
 from webtier._scripts import Script
-from webtier.config import Config
+from webtier.config import Config, RowSettings
 from webtier.errors import InvalidInput, SourceError
 from webtier.rowsource import Source
 
@@ -45,6 +45,7 @@ SCHEDULE = Script.load("row_schedule")
 INVALIDATE = Script.load("row_invalidate")
 
 MAX_DELAY = 365 * 86400.0  # seconds
+BOOKKEEPING_DAYS = 1  # the least a shard's bookkeeping of loads outlives its last load
 # A reader waiting for another's load polls after 2 ms, then twice as long
 # each time, up to 50 ms.
 FIRST_PAUSE = 0.002
@@ -76,6 +77,16 @@ def _delay_ms(delay: object) -> int:
 
 def to_ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
+
+
+def bookkeeping_ms(settings: RowSettings) -> int:
+    """How long (ms) a shard's bookkeeping of loads (``fill``, ``lease``,
+    ``fail``, ``seq``) outlives the last load begun or failed in it: a day,
+    or twice the longest lease or backoff if longer, so that no load loses
+    its ticket within its lease and no failing row forgets its failures
+    between two retries."""
+    longest = max(settings.lease, settings.fill_lease, settings.retry_cap)
+    return to_ms(max(BOOKKEEPING_DAYS * 86400.0, 2 * longest))
 
 
 def _shard(cfg: Config, source: Source, key: str) -> RowShard:
@@ -121,6 +132,7 @@ def release_request(
     when the database is down)."""
     rows = cfg.rows
     args: list[Arg] = [to_ms(rows.retry_backoff), to_ms(rows.retry_cap)] if backoff else [0, 0]
+    args.append(bookkeeping_ms(rows))
     for key, ticket in claims:
         args += (key, ticket)
     call = ScriptCall(RELEASE, (shard.due, shard.fill, shard.lease, shard.fail), tuple(args))
@@ -134,7 +146,7 @@ def _invalidate(shard: RowShard, key: str) -> Request:
 
 def _fill(cfg: Config, shard: RowShard, key: str, mode: str) -> Request:
     keys = (shard.fill, shard.lease, shard.seq, shard.row(key))
-    call = ScriptCall(FILL, keys, (key, to_ms(cfg.rows.fill_lease), mode))
+    call = ScriptCall(FILL, keys, (key, to_ms(cfg.rows.fill_lease), mode, bookkeeping_ms(cfg.rows)))
     # Sent again after a lost reply, it finds its own load live and waits it
     # out, or takes a newer ticket: slower, never wrong.
     return write(shard.route, call, idempotent=True)

@@ -2,7 +2,9 @@
 
 A worker that dies without cleaning up disappears from the listing once its
 key expires (three heartbeats later); the index entry is pruned on the next
-heartbeat of any worker, or ignored by readers meanwhile.
+heartbeat of any worker, or ignored by readers meanwhile. The index itself
+expires as long after the last heartbeat as its entries are kept, so no
+worker's leftovers outlive the workers.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 
 from webtier._protocol import Op, read, text, write
 from webtier.config import Config
+
+DEAD_KEPT_MS = 86_400_000  # how long past its TTL a dead worker's index entry may stay
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +37,14 @@ def heartbeat(cfg: Config, info: WorkerInfo, ttl: float) -> Op[None]:
          "jobs": list(info.jobs), "beat": info.beat}
     )  # fmt: skip
     beat_ms = int(info.beat * 1000)
+    # Entries a day older than their TTL belong to workers long dead.
+    kept_ms = ttl_ms + DEAD_KEPT_MS
     yield write(
         keys.workers_route,
         ("SET", keys.worker(info.id), value, "PX", ttl_ms),
         ("ZADD", keys.workers, beat_ms, info.id),
-        # Entries a day older than their TTL belong to workers long dead.
-        ("ZREMRANGEBYSCORE", keys.workers, "-inf", beat_ms - ttl_ms - 86_400_000),
+        ("ZREMRANGEBYSCORE", keys.workers, "-inf", beat_ms - kept_ms),
+        ("PEXPIRE", keys.workers, kept_ms),
         idempotent=True,
     )
 

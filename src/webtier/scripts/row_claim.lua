@@ -9,6 +9,8 @@
 -- ARGV[1] = the most rows to claim
 -- ARGV[2] = lease (ms): how long the worker may hold them
 -- ARGV[3] = claim only rows due at or before this server time (ms); '' for now
+-- ARGV[4] = ttl (ms) of the shard's bookkeeping of loads (fill, lease, seq):
+--           longer than any lease
 -- Returns {now, next due (ms, or -1 if nothing is scheduled), claimed count,
 --          then key, ticket, due time for each claimed row,
 --          then the key of each row dropped for having no delay}.
@@ -19,6 +21,17 @@
 -- fence: the refresh stores its copy only if the ticket is still the row's.
 -- Commands take many rows at once (in chunks: unpack() is bounded by Lua's
 -- stack), which is most of a refresh's cost on the server.
+--
+-- Tickets only grow, so a ticket is never handed out twice. The sequence
+-- expires once no load has begun for its ttl (row_fill.lua keeps it alive
+-- too), and a restart of a Redis without persistence loses it; a missing
+-- sequence starts again at the server's time in µs. That is above every
+-- ticket handed out before: a sequence started at the clock stays behind
+-- it, as a ticket costs the server far more than a µs (a claim and its
+-- store about 36 µs a row, docs/rows.md; a read-through a script call), so
+-- it runs ahead of the clock by one script's tickets at most (`batch`,
+-- 10 ms at most); the clock has moved on by the ttl (a day at least) since
+-- the last ticket; and a sequence counted from 1, as before, is far below.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -59,21 +72,32 @@ for i, key in ipairs(keys) do
   else
     if ticket == 0 then
       -- Tickets for every row claimed here, in one increment.
-      ticket = redis.call('INCRBY', KEYS[6], #keys) - #keys
+      local last = redis.call('INCRBY', KEYS[6], #keys)
+      if last == #keys then  -- the sequence was missing
+        last = tonumber(t[1]) * 1000000 + tonumber(t[2]) + #keys
+        redis.call('SET', KEYS[6], string.format('%d', last), 'PX', ARGV[4])
+      else
+        redis.call('PEXPIRE', KEYS[6], ARGV[4])
+      end
+      ticket = last - #keys
     end
     ticket = ticket + 1
     fills[#fills + 1] = key
-    fills[#fills + 1] = ticket
+    fills[#fills + 1] = string.format('%d', ticket)
     leases[#leases + 1] = lease_end
     leases[#leases + 1] = key
     reply[#reply + 1] = key
-    reply[#reply + 1] = ticket
+    reply[#reply + 1] = fills[#fills]
     reply[#reply + 1] = due[2 * i]
   end
 end
 each('HSET', KEYS[3], fills, 2)
 each('ZADD', KEYS[4], leases, 2)
 each('ZADD', KEYS[1], leases, 2)
+if #fills > 0 then
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+  redis.call('PEXPIRE', KEYS[4], ARGV[4])
+end
 if #dropped > 0 then
   each('ZREM', KEYS[1], dropped, 1)
   each('HDEL', KEYS[2], dropped, 1)
