@@ -68,8 +68,6 @@ BOUNDED: dict[str, str] = {
     "row copy": "a scheduled row's copy (checked: the row is in its schedule), one per row",
     "ranking fence": "one short string per prefix (the start of the last period rescaled)",
     # fixed on another branch: remove when merged
-    "ranking": "trimmed to `keep` items by each rescale (the worker's ranking job)",
-    # fixed on another branch: remove when merged
     "page generation": "one integer per page cache shard (`shards`, 64)",
 }
 
