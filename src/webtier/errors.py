@@ -39,8 +39,11 @@ class RedisUnavailable(WebtierError):
     (and within the time limit) the operation allows. The cause is chained.
 
     Raised as such, nothing the operation writes was applied, so it may be
-    retried. Its subclasses say otherwise: :class:`OutcomeUnknown` (maybe
-    applied) and :class:`PartiallyApplied` (some parts applied).
+    retried; the one exception is an idempotent operation over several slots
+    (``invalidate_all``, a worker's step), which may have applied some of its
+    parts: repeating it is safe and completes them. The subclasses say
+    otherwise: :class:`OutcomeUnknown` (maybe applied) and
+    :class:`PartiallyApplied` (some parts applied).
     """
 
 
