@@ -16,6 +16,7 @@ from webtier import book
 from webtier._checks import MAX_INT, MAX_TIME, check_integer, check_limit, check_real, check_time
 from webtier._keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
 from webtier._ops import carts, counters, pagecache, ranking, rows, stats
+from webtier._ops import sessions as session_ops
 from webtier.config import Config
 from webtier.errors import ConfigError, InvalidInput, WebtierError
 from webtier.recorder import Tally, _RecorderBase
@@ -338,3 +339,11 @@ def test_tally_refuses_like_record() -> None:
     for args in (("a", HUGE), ("a", 1, 10**400), (HUGE,), ("a", Decimal("sNaN"))):
         with pytest.raises(WebtierError):
             tally.add(*args)
+
+
+def test_session_data_too_deep_for_json_is_refused() -> None:
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(InvalidInput, match="not JSON"):
+        next(session_ops.update(CFG, "t" * 43, {"a": deep}))
