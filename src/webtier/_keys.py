@@ -14,8 +14,10 @@ characters. The part after the tag is chosen so that two different
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -50,6 +52,34 @@ def check_name(field: str, name: object) -> str:
     if len(name) * 4 > MAX_NAME_BYTES and len(name.encode()) > MAX_NAME_BYTES:
         raise InvalidInput(field, f"is longer than {MAX_NAME_BYTES} bytes of UTF-8", name)
     return name
+
+
+def check_list(field: str, values: object) -> list[object]:
+    """The members of ``values``, an iterable of names or ids; a ``str`` (or
+    bytes) is refused rather than split into its characters."""
+    if isinstance(values, str | bytes | bytearray | memoryview):
+        raise InvalidInput(field, "must be a list, not text (it is not split)", values)
+    if not isinstance(values, Iterable):
+        raise InvalidInput(field, f"must be a list, not {type(values).__name__}", values)
+    return list(values)
+
+
+def check_names(field: str, names: object) -> list[str]:
+    """``names``, a list (or any iterable but text) of names, each checked."""
+    return [check_name(field, name) for name in check_list(field, names)]
+
+
+# An int of more bits has more than MAX_NAME_BYTES decimal digits (and may be
+# past Python's limit on printing ints): refused before it is printed.
+_MAX_ID_BITS = math.ceil(MAX_NAME_BYTES * math.log2(10))
+
+
+def check_int_id(field: str, value: int) -> str:
+    """The decimal text of an integer id, limited like a name (1 KB)."""
+    text = str(int(value)) if value.bit_length() <= _MAX_ID_BITS else ""
+    if not text or len(text) > MAX_NAME_BYTES:
+        raise InvalidInput(field, f"is longer than {MAX_NAME_BYTES} characters in decimal", value)
+    return text
 
 
 # Stat types are identifiers chosen by the program (``AccessTime``), never ':'.

@@ -39,7 +39,10 @@ _lock = threading.Lock()
 def tier_for(conn: Any) -> WebTier:
     """The WebTier the book's functions use for ``conn`` (one per client)."""
     with _lock:
-        tier = _tiers.get(conn)
+        try:
+            tier = _tiers.get(conn)
+        except TypeError:  # not weakly referable: no redis-py client (WebTier says so)
+            return WebTier(conn, Config())
         if tier is None:
             tier = _tiers[conn] = WebTier(conn, Config())
         return tier
@@ -256,7 +259,10 @@ def _sessions_tier(conn: Any) -> WebTier:
     caller issues the tokens (``str(uuid.uuid4())``, as the book does) and
     ``update_token`` creates the session it is given."""
     with _lock:
-        tier = _session_tiers.get(conn)
+        try:
+            tier = _session_tiers.get(conn)
+        except TypeError:  # as in tier_for
+            return WebTier(conn, Config(sessions=SessionSettings(strict=False)))
         if tier is None:
             config = Config(sessions=SessionSettings(strict=False))
             tier = _session_tiers[conn] = WebTier(conn, config)

@@ -106,5 +106,10 @@ class SourceError(WebtierError):
 def _short(value: object, limit: int = 80) -> str | None:
     if value is None:
         return None
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception:  # an int past Python's digit limit, or a repr that fails
+        if isinstance(value, int):
+            return f"an int of {value.bit_length()} bits"
+        return f"a {type(value).__name__} that cannot be shown"
     return text if len(text) <= limit else f"{text[: limit - 12]}... ({len(text)} chars)"

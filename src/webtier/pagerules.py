@@ -47,7 +47,16 @@ class PageRequest:
     @classmethod
     def from_url(cls, url: str, headers: Mapping[str, str] | None = None) -> PageRequest:
         """A GET of ``url`` (``http://host/path?query`` or just ``/path?query``)."""
-        parts = urlsplit(url)
+        _check_text("url", url)
+        if headers is not None and not isinstance(headers, Mapping):
+            raise InvalidInput("headers", "must be a mapping of header names to values", headers)
+        for name, value in (headers or {}).items():
+            _check_text("headers", name)
+            _check_text("headers", value)
+        try:
+            parts = urlsplit(url)
+        except ValueError as error:
+            raise InvalidInput("url", f"is not a URL: {error}", url) from None
         return cls(
             "GET",
             parts.path or "/",
@@ -56,6 +65,17 @@ class PageRequest:
             parts.netloc,
             {k.lower(): v for k, v in (headers or {}).items()},
         )
+
+
+def _check_text(field: str, value: object) -> bool:
+    """True if ``value`` is text (a str that is valid Unicode), else InvalidInput."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"must be a str, not {type(value).__name__}", value)
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise InvalidInput(field, "contains a lone surrogate", value) from None
+    return True
 
 
 # -- admission of item pages ---------------------------------------------------------------

@@ -30,9 +30,11 @@ from typing import Any
 from webtier._keys import check_name
 from webtier._ops import counters
 from webtier._protocol import Op
-from webtier.config import Config
+from webtier.config import Config, _is_int, _is_seconds
 from webtier.errors import ConfigError, OutcomeUnknown, RedisUnavailable, WebtierError
 
+# The longest flush interval: a day (a longer wait overflows some timers).
+MAX_INTERVAL = 86400
 log = logging.getLogger("webtier.recorder")
 
 
@@ -151,10 +153,10 @@ class _RecorderBase:
         max_pending: int,
         wake: threading.Event | asyncio.Event,
     ) -> None:
-        if not flush_interval > 0:
-            raise ConfigError("flush_interval must be > 0 seconds")
-        if max_pending < 1:
-            raise ConfigError("max_pending must be >= 1")
+        if not (_is_seconds(flush_interval, 0, MAX_INTERVAL) and flush_interval > 0):
+            raise ConfigError(f"flush_interval must be > 0 seconds, at most {MAX_INTERVAL}")
+        if not (_is_int(max_pending) and max_pending >= 1):
+            raise ConfigError("max_pending must be an int >= 1")
         self._config, self._interval, self._wake = config, flush_interval, wake
         self._tally = Tally(config.counters.granule, max_pending, wake.set)
         self.incr = self._tally.add

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from webtier._keys import check_name, check_source_name
+from webtier._keys import check_int_id, check_name, check_source_name
 from webtier.errors import ConfigError, InvalidInput
 
 Row = Mapping[str, Any]
@@ -33,7 +33,9 @@ class Source(abc.ABC):
         their canonical text, strings as they are."""
         if isinstance(row_id, bool):
             raise InvalidInput("row_id", "must be an int, a str or a UUID, not a bool", row_id)
-        if isinstance(row_id, int | uuid.UUID):
+        if isinstance(row_id, int):
+            return check_int_id("row_id", row_id)
+        if isinstance(row_id, uuid.UUID):
             return str(row_id)
         if isinstance(row_id, str):
             return check_name("row_id", row_id)
@@ -50,6 +52,15 @@ class Source(abc.ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
+def check_source(source: object) -> Source:
+    """``source`` if it is a row source, else InvalidInput."""
+    if not isinstance(source, Source):
+        raise InvalidInput(
+            "source", f"must be a row source (webtier.Source), not {type(source).__name__}", source
+        )
+    return source
+
+
 class FunctionSource(Source):
     """Rows from a function of one key: ``load(key) -> dict | None``, where
     ``None`` means the row does not exist (the book's ``Inventory.get``).
@@ -58,7 +69,7 @@ class FunctionSource(Source):
     def __init__(self, name: str, load: Callable[[str], Row | None]) -> None:
         super().__init__(name)
         if not callable(load):
-            raise ConfigError(f"load must be a function of one key, got {load!r}")
+            raise ConfigError(f"load must be a function of one key, not {type(load).__name__}")
         self._load = load
 
     def load(self, keys: Sequence[str]) -> dict[str, Row]:

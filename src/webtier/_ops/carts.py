@@ -7,12 +7,12 @@ and cannot outlive it, so no cleaner can leave an orphaned cart behind.
 
 from __future__ import annotations
 
+from webtier._checks import check_integer
 from webtier._keys import check_name
 from webtier._ops.sessions import Place, cart_of, fields_of, place, touch_request
 from webtier._protocol import Op, Request, ScriptCall, read, write
 from webtier._scripts import Script
 from webtier.config import Config
-from webtier.errors import InvalidInput
 from webtier.sessions import CartLimit, UnknownSession, new_session_id
 
 SET = Script.load("cart_set")
@@ -20,12 +20,11 @@ CLEAR = Script.load("cart_clear")
 
 
 def _check_count(cfg: Config, count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int):
-        raise InvalidInput("count", f"must be an int, not {type(count).__name__}", count)
+    value = check_integer("count", count)
     most = cfg.sessions.cart_count
-    if count > most:
+    if value > most:
         raise CartLimit("count", f"must be at most {most} of one item", count)
-    return count
+    return value
 
 
 def _maybe_create(cfg: Config, where: Place) -> tuple[Request, ...]:

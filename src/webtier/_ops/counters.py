@@ -16,7 +16,6 @@ bounded without any cleaner.
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -24,7 +23,9 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TypeVar
 
-from webtier._keys import check_name, shard_of
+from webtier import _checks
+from webtier._checks import MAX_INT, check_integer, check_limit
+from webtier._keys import check_name, check_names, shard_of
 from webtier._protocol import Arg, Gather, Op, Reply, Request, ScriptCall, pairs, read, text, write
 from webtier._scripts import Script
 from webtier.config import Config, CounterSettings
@@ -36,9 +37,9 @@ CLEAN = Script.load("counter_clean")
 # Counts are integers. Keeping them within 2**53 keeps every sum exact in Lua
 # (whose numbers are doubles) and in JavaScript charts, and makes the 64-bit
 # overflow of HINCRBY, which would leave a half-applied script, unreachable.
-MAX_COUNT = 2**53
+MAX_COUNT = MAX_INT
 # Timestamps: seconds since the epoch, from 1970 to the year 2514.
-MAX_TIME = 2**34
+MAX_TIME = _checks.MAX_TIME
 
 Sample = tuple[int, int]
 Entry = tuple[str, int, float]  # name, count, time
@@ -59,33 +60,19 @@ class CleanReport:
 
 
 def check_count(count: object) -> int:
-    """An integer count; integral floats are accepted, others refused."""
-    if isinstance(count, bool) or not isinstance(count, numbers.Real):
-        raise InvalidInput("count", f"must be an integer, not {type(count).__name__}", count)
-    if isinstance(count, numbers.Integral):
-        value = int(count)
-    else:
-        real = float(count)
-        if not math.isfinite(real) or real != int(real):
-            raise InvalidInput("count", "must be a whole number (counters hold integers)", count)
-        value = int(real)
-    if abs(value) > MAX_COUNT:
-        raise InvalidInput("count", f"must be within +/-2**53 ({MAX_COUNT})", count)
-    return value
+    """An integer count within +/-2**53; whole floats, Fractions and
+    Decimals are accepted (``2.0``), others refused."""
+    return check_integer("count", count, -MAX_COUNT, MAX_COUNT)
 
 
-def check_time(now: object) -> float:
-    if isinstance(now, bool) or not isinstance(now, numbers.Real):
-        raise InvalidInput("now", f"must be seconds since the epoch, not {type(now).__name__}", now)
-    value = float(now)
-    if not (0 <= value < MAX_TIME):  # also refuses NaN
-        raise InvalidInput("now", f"must be in [0, {MAX_TIME}) seconds since the epoch", now)
-    return value
+def check_time(now: object, field: str = "now") -> float:
+    return _checks.check_time(field, now)
 
 
 def _precision_index(settings: CounterSettings, precision: object) -> int:
+    seconds = check_integer("precision", precision, 1)
     for index, p in enumerate(settings.precisions):
-        if p.seconds == precision and not isinstance(precision, bool):
+        if p.seconds == seconds:
             return index
     known = ", ".join(str(p.seconds) for p in settings.precisions)
     raise InvalidInput("precision", f"is not a configured precision ({known})", precision)
@@ -180,7 +167,9 @@ def get_many(
     """:func:`get` for several counters at once: one round trip per node."""
     settings = cfg.counters
     at = _precision_index(settings, precision)
-    wanted = list(dict.fromkeys(check_name("names", n) for n in names))
+    wanted = list(dict.fromkeys(check_names("names", names)))
+    lo = None if start is None else check_time(start, "start")
+    hi = None if end is None else check_time(end, "end")
     seconds = settings.seconds
     requests = []
     groups = by_shard(cfg, wanted, str)
@@ -193,13 +182,15 @@ def get_many(
     found: dict[str, list[Sample]] = {}
     for group, group_replies in zip(groups, replies, strict=True):
         for name, reply in zip(group, group_replies, strict=True):
-            found[name] = _samples(reply, start, end)
+            found[name] = _samples(reply, lo, hi)
     return {name: found[name] for name in wanted}
 
 
 def names(cfg: Config, prefix: str | None = None) -> Op[list[str]]:
     """Names of the counters that have data, sorted; only those starting with
     ``prefix`` when it is given. Reads every shard of the index."""
+    if prefix is not None and not (isinstance(prefix, str) and prefix == ""):
+        check_name("prefix", prefix)
     shards = [cfg.keys.counter_shard(s) for s in range(cfg.counters.shards)]
     replies = yield tuple(read(route, ("ZRANGE", index, 0, -1)) for route, index in shards)
     found = {text(member) for (members,) in replies for member in members}
@@ -228,7 +219,9 @@ def clean(
     whole pass even while other cleaners remove names (the book walks by
     position and skips counters when the index shrinks under it)."""
     started = time.monotonic()
+    check_limit("pass_number", pass_number)
     at = time.time() if now is None else check_time(now)
+    check_limit("batch", batch, 1)
     settings = cfg.counters
     due = due_precisions(settings, pass_number)
     cutoffs: list[Arg] = [

@@ -168,6 +168,10 @@ def serve(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
 
     A hit is one ``GET``. Admission (the item's rank) is read on a miss, in
     the same round trip as the claim, which looks the page up again."""
+    if not isinstance(plan, Plan):
+        raise InvalidInput("plan", f"must be a Plan, not {type(plan).__name__}", plan)
+    if not isinstance(render, Call):
+        raise InvalidInput("render", f"must be a Call, not {type(render).__name__}", render)
     copy = yield from lookup(cfg, plan)
     return (yield from answer(cfg, plan, render, copy))
 
@@ -311,6 +315,8 @@ def invalidate(
 ) -> Op[None]:
     """Drop the cached page of a GET of ``url`` (with ``headers``, for the
     route's vary headers) under ``rules`` (default: the book's)."""
+    if rules is not None and not isinstance(rules, PageRules):
+        raise InvalidInput("rules", f"must be PageRules, not {type(rules).__name__}", rules)
     plan = (rules or PageRules()).plan(cfg, PageRequest.from_url(url, headers))
     if plan is None:
         raise InvalidInput("url", "is not cacheable under these rules", url)

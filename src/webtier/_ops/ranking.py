@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from webtier._checks import check_limit
 from webtier._keys import check_name
 from webtier._protocol import (
     Command,
@@ -31,7 +32,7 @@ from webtier._protocol import (
 )
 from webtier._scripts import Script
 from webtier.config import Config
-from webtier.errors import InvalidInput, WebtierError
+from webtier.errors import WebtierError
 
 RESCALE = Script.load("ranking_rescale")
 UPKEEP = Script.load("ranking_upkeep")
@@ -112,9 +113,7 @@ def rank(cfg: Config, item: str) -> Op[int | None]:
 
 def top(cfg: Config, n: int = 10) -> Op[list[tuple[str, float]]]:
     """The ``n`` most viewed items with their view counts, most viewed first."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise InvalidInput("n", "must be an int >= 0", n)
-    if n == 0:
+    if check_limit("n", n) == 0:
         return []
     (reply,) = yield read(
         cfg.keys.ranking_route, ("ZREVRANGE", cfg.keys.viewed, 0, n - 1, "WITHSCORES")
@@ -124,8 +123,7 @@ def top(cfg: Config, n: int = 10) -> Op[list[tuple[str, float]]]:
 
 def top_items(cfg: Config, n: int) -> Op[list[str]]:
     """The ``n`` most viewed items, most viewed first, without their counts."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidInput("n", "must be an int >= 1", n)
+    check_limit("n", n, 1)
     (reply,) = yield read(cfg.keys.ranking_route, ("ZREVRANGE", cfg.keys.viewed, 0, n - 1))
     return [text(item) for item in reply]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any
 
-from webtier._keys import RowShard
+from webtier._keys import RowShard, check_list
 from webtier._ops.rows import (
     CLAIM,
     bookkeeping_ms,
@@ -28,7 +28,7 @@ from webtier._protocol import Arg, Call, Gather, Op, ScriptCall, text, write
 from webtier._rowjson import encode
 from webtier.config import Config
 from webtier.errors import InvalidInput, SourceError, WebtierError
-from webtier.rowsource import Row, Source
+from webtier.rowsource import Row, Source, check_source
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +118,11 @@ def refresh_round(
     query each, and store the copies."""
     started = time.monotonic()
     settings = cfg.rows
-    chosen = tuple(settings.sources if sources is None else sources)
+    chosen = tuple(
+        settings.sources
+        if sources is None
+        else (check_source(s) for s in check_list("sources", sources))
+    )
     plan = [(s, cfg.keys.row_shard(s.name, n)) for s in chosen for n in range(settings.shards)]
     if not plan:
         return Round(RefreshReport(), None, False, None)

@@ -20,8 +20,6 @@ refresh is :mod:`webtier._ops.row_refresh`.
 from __future__ import annotations
 
 import asyncio
-import math
-import numbers
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -29,13 +27,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from webtier._keys import RowShard, shard_of
+from webtier._checks import check_real
+from webtier._keys import RowShard, check_list, shard_of
 from webtier._protocol import Arg, Call, Op, Reply, Request, ScriptCall, read, text, write
 from webtier._rowjson import decode, encode
 from webtier._scripts import Script
 from webtier.config import Config, RowSettings
-from webtier.errors import InvalidInput, SourceError
-from webtier.rowsource import Source
+from webtier.errors import SourceError
+from webtier.rowsource import Source, check_source
 
 CLAIM = Script.load("row_claim")
 STORE = Script.load("row_store")
@@ -65,11 +64,7 @@ class RowStatus:
 
 
 def _delay_ms(delay: object) -> int:
-    if isinstance(delay, bool) or not isinstance(delay, numbers.Real):
-        raise InvalidInput("delay", f"must be seconds, not {type(delay).__name__}", delay)
-    seconds = float(delay)
-    if math.isnan(seconds) or seconds > MAX_DELAY:
-        raise InvalidInput("delay", f"must be at most {MAX_DELAY:.0f} seconds", delay)
+    seconds = check_real("delay", delay, high=MAX_DELAY, what="seconds")
     if seconds <= 0:
         return 0
     return max(1, round(seconds * 1000))
@@ -160,7 +155,7 @@ def schedule(cfg: Config, source: Source, row_id: object, delay: float) -> Op[bo
     now; ``delay <= 0`` unschedules it and drops its cached copy (the book's
     ``schedule_row_cache``). A row already scheduled keeps its next due time.
     Returns whether the row was newly scheduled."""
-    key = source.key(row_id)
+    key = check_source(source).key(row_id)
     ms = _delay_ms(delay)
     shard = _shard(cfg, source, key)
     keys = (shard.due, shard.delay, shard.fill, shard.lease, shard.fail, shard.row(key))
@@ -176,7 +171,8 @@ def unschedule(cfg: Config, source: Source, row_id: object) -> Op[None]:
 def status(cfg: Config, source: Source) -> Op[RowStatus]:
     """Counts over every shard of ``source`` (due: by this client's clock)."""
     now = round(time.time() * 1000)
-    shards = [cfg.keys.row_shard(source.name, n) for n in range(cfg.rows.shards)]
+    name = check_source(source).name
+    shards = [cfg.keys.row_shard(name, n) for n in range(cfg.rows.shards)]
     replies = yield tuple(
         read(s.route, ("ZCARD", s.due), ("ZCOUNT", s.due, "-inf", now), ("ZCARD", s.lease))
         for s in shards
@@ -194,7 +190,7 @@ def get(
     """The cached copy of row ``row_id``, or ``None``. With ``load=True`` a
     miss reads the row from the database and caches it; concurrent readers
     of the same missing row wait for that one load (single flight)."""
-    key = source.key(row_id)
+    key = check_source(source).key(row_id)
     shard = _shard(cfg, source, key)
     (copy,) = yield read(shard.route, ("GET", shard.row(key)))
     if copy is not None or not load:
@@ -207,7 +203,8 @@ def get_many(
 ) -> Op[dict[Any, dict[str, Any] | None]]:
     """Cached copies of several rows, by the ids given (``None`` where there
     is none): one round trip per node."""
-    wanted = {row_id: source.key(row_id) for row_id in row_ids}
+    check_source(source)
+    wanted = {row_id: source.key(row_id) for row_id in check_list("row_ids", row_ids)}
     groups: dict[RowShard, list[str]] = defaultdict(list)
     for key in dict.fromkeys(wanted.values()):
         groups[_shard(cfg, source, key)].append(key)
@@ -271,7 +268,7 @@ def invalidate(cfg: Config, source: Source, row_id: object) -> Op[bool]:
     """Row ``row_id`` changed in the database: drop its cached copy, fence
     off loads in flight, and make it due now if it is scheduled. Call it
     after your transaction commits. Returns whether a copy was dropped."""
-    key = source.key(row_id)
+    key = check_source(source).key(row_id)
     (dropped,) = yield _invalidate(_shard(cfg, source, key), key)
     return bool(dropped)
 
@@ -284,7 +281,7 @@ def refresh_now(cfg: Config, source: Source, row_id: object) -> Op[dict[str, Any
     off, the copy is dropped until that load stores). If the load fails the
     copy is dropped (it is stale) and :class:`~webtier.errors.SourceError`
     is raised."""
-    key = source.key(row_id)
+    key = check_source(source).key(row_id)
     shard = _shard(cfg, source, key)
     (reply,) = yield _fill(cfg, shard, key, "force")
     return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "n"))

@@ -520,7 +520,7 @@ def data(cfg: Config, token: str) -> Op[dict[str, Any]]:
 def _encode(settings: SessionSettings, name: str, value: object) -> str:
     try:
         encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RecursionError) as error:  # RecursionError: too deep
         raise InvalidInput(f"values[{name!r}]", f"is not JSON: {error}", value) from None
     if len(encoded.encode()) > settings.max_value_bytes:
         raise DataTooLarge(

@@ -24,15 +24,14 @@ first value of a period.
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Final
 
-from webtier._keys import check_name, check_stat_type, shard_of
+from webtier._checks import check_limit, check_real
+from webtier._keys import check_name, check_names, check_stat_type, shard_of
 from webtier._protocol import Command, Op, Reply, Request, ScriptCall, pairs, read, text, write
 from webtier._scripts import Script
 from webtier.config import ACCESS_TIME, Config, StatsSettings
@@ -162,23 +161,14 @@ class Summary:
 def check_value(value: object, stat_type: str, settings: StatsSettings) -> float:
     """A finite number (int, float, Fraction, Decimal...) within +/-1e15; not
     negative for the types that forbid it."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
-        raise InvalidInput("value", f"must be a number, not {type(value).__name__}", value)
-    number = float(value)
-    if not math.isfinite(number):
-        raise InvalidInput("value", "must be finite", value)
-    if abs(number) > MAX_VALUE:
-        raise InvalidInput("value", f"must be within +/-{MAX_VALUE:g}", value)
+    number = check_real("value", value, -MAX_VALUE, MAX_VALUE)
     if number < 0 and stat_type in settings.non_negative:
         raise InvalidInput("value", f"must not be negative for {stat_type}", value)
-    return number + 0.0  # -0.0 becomes 0.0
+    return number
 
 
 def _check_periods(settings: StatsSettings, periods: object) -> int:
-    most = settings.keep + 1
-    if isinstance(periods, bool) or not isinstance(periods, int) or not 1 <= periods <= most:
-        raise InvalidInput("periods", f"must be an int in 1..{most} (keep + 1)", periods)
-    return periods
+    return check_limit("periods", periods, 1, settings.keep + 1)
 
 
 def period_start(settings: StatsSettings, now: float) -> int:
@@ -347,7 +337,7 @@ def series_many(
     (the current one included), oldest first: one round trip per node."""
     check_stat_type(type)
     _check_periods(cfg.stats, periods)
-    wanted = list(dict.fromkeys(check_name("contexts", c) for c in contexts))
+    wanted = list(dict.fromkeys(check_names("contexts", contexts)))
     if not wanted:
         return {}
     found = yield from _series(cfg, wanted, type, periods)
@@ -409,8 +399,7 @@ def slowest(
     settings = cfg.stats
     check_stat_type(type)
     _check_periods(settings, periods)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidInput("n", "must be an int >= 1", n)
+    check_limit("n", n, 1)
     if type not in settings.ranked:
         raise InvalidInput("type", f"is not ranked (ranked: {sorted(settings.ranked)})", type)
     score, needs_histograms = _scorer(by)
