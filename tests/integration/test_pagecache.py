@@ -81,9 +81,10 @@ async def test_item_pages_are_admitted_by_rank(
     renders = Renders(tmp_path / "renders")
     for item in ("a", "a", "b"):
         await tier.ranking.record_view(item)
-    popular = _plan(config, "/item?item=a", PageRules())
-    unpopular = _plan(config, "/item?item=b", PageRules())
-    never_viewed = _plan(config, "/item?item=c", PageRules())
+    items = PageRules(routes=(CacheRoute("/item", item_pages=True),))
+    popular = _plan(config, "/item?item=a", items)
+    unpopular = _plan(config, "/item?item=b", items)
+    never_viewed = _plan(config, "/item?item=c", items)
     outcomes = [(await tier.pagecache.serve(p, Call(renders))).outcome for p in [popular] * 2]
     assert outcomes == ["MISS", "HIT"]
     for plan in (unpopular, unpopular, never_viewed):

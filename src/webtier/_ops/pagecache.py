@@ -34,7 +34,7 @@ from webtier._protocol import Call, Gather, Op, Reply, Request, ScriptCall, read
 from webtier._scripts import Script
 from webtier.config import Config
 from webtier.errors import InvalidInput
-from webtier.pagerules import PageRequest, PageRules, Plan
+from webtier.pagerules import BOOK_RULES, PageRequest, PageRules, Plan
 
 CLAIM = Script.load("pagecache_claim")
 STORE = Script.load("pagecache_store")
@@ -180,6 +180,8 @@ def lookup(cfg: Config, plan: Plan) -> Op[bytes | None]:
 
 def answer(cfg: Config, plan: Plan, render: Call, copy: bytes | None) -> Op[Served]:
     """:func:`serve` after its lookup found ``copy``."""
+    if not plan.storable:
+        return (yield from _unstored(render, copy))
     if copy is None:
         return (yield from _single_flight(cfg, plan, render))
     page = decode(copy)
@@ -188,6 +190,16 @@ def answer(cfg: Config, plan: Plan, render: Call, copy: bytes | None) -> Op[Serv
     if page.fresh(time.time()):
         return Served("HIT", page)
     return (yield from _revalidate(cfg, plan, render, page))
+
+
+def _unstored(render: Call, copy: bytes | None) -> Op[Served]:
+    """A request with inputs its key lacks: answered from the cache (fresh
+    or stale), else by a render of its own that is never stored. It takes
+    no lock and leaves no pass note: it cannot hold up other requests."""
+    page = None if copy is None else decode(copy)
+    if page is None:
+        return Served("MISS", rendered=(yield render))
+    return Served("HIT" if page.fresh(time.time()) else "STALE", page)
 
 
 def _claim(cfg: Config, plan: Plan, mode: str, token: str) -> Request:
@@ -310,8 +322,9 @@ def invalidate(
     rules: PageRules | None = None,
 ) -> Op[None]:
     """Drop the cached page of a GET of ``url`` (with ``headers``, for the
-    route's vary headers) under ``rules`` (default: the book's)."""
-    plan = (rules or PageRules()).plan(cfg, PageRequest.from_url(url, headers))
+    route's vary headers and cookies) under ``rules`` (default: the book's,
+    :data:`~webtier.pagerules.BOOK_RULES`)."""
+    plan = (rules or BOOK_RULES).plan(cfg, PageRequest.from_url(url, headers))
     if plan is None:
         raise InvalidInput("url", "is not cacheable under these rules", url)
     yield from invalidate_plan(cfg, plan)

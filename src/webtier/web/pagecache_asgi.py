@@ -101,7 +101,7 @@ class _Render:
 class PageCacheMiddleware:
     """ASGI middleware answering cacheable requests from the page cache."""
 
-    def __init__(self, app: ASGIApp, tier: AsyncWebTier, rules: PageRules | None = None) -> None:
+    def __init__(self, app: ASGIApp, tier: AsyncWebTier, rules: PageRules) -> None:
         self.app, self.tier = app, tier
         self.policy = policy.Policy(tier.config, rules)
         self._recorder: AsyncRecorder | None = None
@@ -138,7 +138,8 @@ class PageCacheMiddleware:
                 await self._done(Served("HIT", shared.page), request, send)
                 return
         future: asyncio.Future[Served | None] = asyncio.get_running_loop().create_future()
-        leading = copy is None and plan.digest not in self._inflight
+        # Only a render that may be stored leads: another's is its own.
+        leading = copy is None and plan.storable and plan.digest not in self._inflight
         if leading:
             self._inflight[plan.digest] = future
         served: Served | None = None

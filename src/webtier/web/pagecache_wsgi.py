@@ -127,7 +127,7 @@ class _Render:
 class WSGIPageCache:
     """WSGI middleware answering cacheable requests from the page cache."""
 
-    def __init__(self, app: WSGIApp, tier: WebTier, rules: PageRules | None = None) -> None:
+    def __init__(self, app: WSGIApp, tier: WebTier, rules: PageRules) -> None:
         self.app, self.tier = app, tier
         self.policy = policy.Policy(tier.config, rules)
         self.recorder: Recorder | None = (
