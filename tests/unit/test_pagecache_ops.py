@@ -439,3 +439,17 @@ def test_a_response_not_storable_leaves_a_pass_note() -> None:
     served, sent = drive(pagecache.serve(CFG, plan, render_call(private)), [[b"WPASS"]])
     assert served.rendered is private
     assert len(sent) == 2
+
+
+def test_an_invalidation_sets_a_new_generation_that_expires() -> None:
+    plan = plan_of("/item?item=1")
+    life = pagecache.generation_life(CFG)
+    assert life == (10 + 300 + 60) * 1000  # lock lease + the longest page life
+    _, sent = drive(pagecache.invalidate_plan(CFG, plan), [[b"OK", 1, 1, 1]])
+    first = sent[0].commands[0]
+    _, sent = drive(pagecache.invalidate_item(CFG, "1"), [[b"OK", []], [1]])
+    second = sent[0].commands[0]
+    for command in (first, second):
+        assert command[:2] == ("SET", plan.shard.gen)
+        assert command[3:] == ("PX", life)
+    assert first[2] != second[2]  # never a value seen before: a counter would come back

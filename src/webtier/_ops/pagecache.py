@@ -2,9 +2,10 @@
 
 Layout, per shard (:class:`webtier._keys.PageShard`): one string per page
 (its copy, gzip-compressed when that pays), a render lock per page being
-rendered, a generation counter that every invalidation bumps, an index of
-the shard's pages and, per item, the set of its pages; index and sets hold
-each page's expiry, so they drop dead entries themselves.
+rendered, a generation that every invalidation replaces (a random value), an
+index of the shard's pages and, per item, the set of its pages; index and
+sets hold each page's expiry, so they drop dead entries themselves. Every
+key expires by itself.
 
 :func:`serve` answers one request: a lookup (one GET); on a miss, the
 admission read goes with the claim, and one render across all processes
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import secrets
 import struct
@@ -315,6 +317,30 @@ def _render_and_store(
 # -- invalidation ---------------------------------------------------------------------------
 
 
+def generation_life(cfg: Config) -> int:
+    """Milliseconds a generation lives. Safety needs more than the lock
+    lease: a render stores only within its lease of its claim, so the fence
+    of an invalidation made during a render is still there when it stores.
+    The longest page life is added so that a generation outlives the pages
+    stored around it; at most one key per shard, it costs nothing."""
+    settings = cfg.pagecache
+    longest_page = max(settings.ttl + settings.grace, settings.pass_ttl)
+    return math.ceil((settings.lock_lease + longest_page) * 1000)
+
+
+def _new_generation(cfg: Config, shard: PageShard) -> tuple[str, str, str, str, int]:
+    """A new generation for ``shard``: a random value, never one seen before.
+
+    A counter would come back: expired, then bumped again, it would restart
+    at 1 and could meet the number a render in flight claimed with, letting
+    a page rendered before the invalidation be stored after it. A random
+    value expires safely: a render that claimed the old one (or none: "0")
+    is fenced by the new one for its whole lease, and a generation that
+    expires with nothing after it only fences renders (their page is then
+    rendered again), never lets one through. Sent twice, it sets the same value."""
+    return ("SET", shard.gen, secrets.token_hex(8), "PX", generation_life(cfg))
+
+
 def invalidate(
     cfg: Config,
     url: str,
@@ -334,7 +360,7 @@ def invalidate_plan(cfg: Config, plan: Plan) -> Op[None]:
     """Drop one page (one key: one URL with one set of vary header values)."""
     shard, digest = plan.shard, plan.digest
     commands: list[tuple[str | int | bytes, ...]] = [
-        ("INCR", shard.gen),  # fences a render of it in flight
+        _new_generation(cfg, shard),  # fences a render of it in flight
         ("UNLINK", shard.page(digest)),
         ("ZREM", shard.pages, digest),
     ]
@@ -348,7 +374,10 @@ def invalidate_item(cfg: Config, item: str) -> Op[int]:
     check_name("item", item)
     shard = cfg.keys.page_shard(shard_of(item, cfg.pagecache.shards))
     _, digests = yield write(
-        shard.route, ("INCR", shard.gen), ("ZRANGE", shard.item(item), 0, -1), idempotent=True
+        shard.route,
+        _new_generation(cfg, shard),
+        ("ZRANGE", shard.item(item), 0, -1),
+        idempotent=True,
     )
     yield from _drop(shard, [text(d) for d in digests], (shard.item(item),))
     return len(digests)
@@ -357,15 +386,15 @@ def invalidate_item(cfg: Config, item: str) -> Op[int]:
 def invalidate_all(cfg: Config) -> Op[int]:
     """Drop every cached page (of this prefix); returns how many there were.
 
-    Every shard's generation is bumped first, so a render in flight cannot
+    Every shard's generation is replaced first, so a render in flight cannot
     store a page from before the call."""
     shards = [cfg.keys.page_shard(n) for n in range(cfg.pagecache.shards)]
     replies = yield tuple(
-        write(s.route, ("INCR", s.gen), ("ZCARD", s.pages), idempotent=True) for s in shards
+        write(s.route, _new_generation(cfg, s), ("ZCARD", s.pages), idempotent=True) for s in shards
     )
     dropped = 0
     for shard, (_, count) in zip(shards, replies, strict=True):
-        left = int(count)  # bounded: pages stored after the bump may keep coming
+        left = int(count)  # bounded: pages stored after the new generation may keep coming
         while left > 0:
             (batch,) = yield read(shard.route, ("ZRANGE", shard.pages, 0, BATCH - 1))
             if not batch:
