@@ -29,8 +29,9 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -284,10 +285,20 @@ CACHE_HEADERS = frozenset(
 _QUERY_CHARS = frozenset(chr(c) for c in range(0x21, 0x7F)) - frozenset("\"#<>'")
 
 
-def matches(names: Iterable[str], name: str) -> bool:
+def matches(names: frozenset[str] | tuple[str, ...], name: str) -> bool:
     """Whether ``name`` is one of ``names``, where a name ending in '*'
     stands for every name starting with the rest."""
-    return any(n == name or (n.endswith("*") and name.startswith(n[:-1])) for n in names)
+    exact, prefixes = _split_names(names)
+    return name in exact or name.startswith(prefixes)
+
+
+@lru_cache(maxsize=256)
+def _split_names(names: frozenset[str] | tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Exact names, and the prefixes of the names ending in '*' (once per set)."""
+    return (
+        frozenset(n for n in names if not n.endswith("*")),
+        tuple(n[:-1] for n in names if n.endswith("*")),
+    )
 
 
 def cache_directives(value: str) -> dict[str, str]:
