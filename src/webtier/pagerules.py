@@ -351,6 +351,8 @@ def unkeyed_inputs(
             continue
         if name == "authorization" and route.private:
             continue  # the route says signed-in users see the same page
+        if name == "content-length" and request.headers[name].strip() == "0":
+            continue  # no body (a body, of a "fat GET", is an input)
         if not matches(ignored, name):
             found.append(f"header {name}")
     cookie = request.headers.get("cookie")

@@ -39,7 +39,9 @@ HOME = PageRules(routes=(CacheRoute("/"),))
 SCRIPT = "<script>alert(1)</script>"
 
 
-def reflect(path: str, query: str, headers: Mapping[str, str], cookies: Mapping[str, str]) -> str:
+def reflect(
+    path: str, query: str, headers: Mapping[str, str], cookies: Mapping[str, str], body: bytes
+) -> str:
     """The page: every input an attacker controls, as the app reflects it."""
     if path == "/account":
         return f"account of {headers.get('x-api-key', 'nobody')}"
@@ -53,6 +55,8 @@ def reflect(path: str, query: str, headers: Mapping[str, str], cookies: Mapping[
     ]
     if "theme" in cookies:
         parts.append(f"theme={cookies['theme']}")
+    if body:
+        parts.append(f"body={body.decode()}")
     return " ".join(parts)
 
 
@@ -67,9 +71,11 @@ class Site:
             self.renders[0] += 1
             return str(self.renders[0])
 
-    def get(self, path: str, headers: Mapping[str, str] | None = None) -> httpx.Response:
+    def get(
+        self, path: str, headers: Mapping[str, str] | None = None, body: bytes | None = None
+    ) -> httpx.Response:
         with httpx.Client(base_url=self.url, timeout=30) as http:
-            return http.get(path, headers=dict(headers or {}))
+            return http.request("GET", path, headers=dict(headers or {}), content=body)
 
 
 @contextlib.contextmanager
@@ -80,7 +86,9 @@ def asgi_site(redis_url: str, config: Config, rules: PageRules) -> Iterator[Site
 
     async def page(request: Request) -> Response:
         headers = {k.lower(): v for k, v in request.headers.items()}
-        body = reflect(request.url.path, request.url.query, headers, request.cookies)
+        body = reflect(
+            request.url.path, request.url.query, headers, request.cookies, await request.body()
+        )
         return PlainTextResponse(body, headers={"x-render": site.render()})
 
     @contextlib.asynccontextmanager
@@ -119,7 +127,7 @@ def wsgi_site(redis_url: str, config: Config, rules: PageRules) -> Iterator[Site
         request = flask.request
         headers = {k.lower(): v for k, v in request.headers.items()}
         query = request.query_string.decode("latin-1")
-        body = reflect(request.path, query, headers, request.cookies)
+        body = reflect(request.path, query, headers, request.cookies, request.get_data())
         return flask.Response(body, mimetype="text/plain", headers={"x-render": site.render()})
 
     for path in ("/", "/account", "/item"):
@@ -209,6 +217,13 @@ def test_reflected_forwarded_and_custom_headers_are_never_stored(open_site: Open
 def test_a_reflected_cookie_not_declared_is_never_stored(open_site: OpenSite) -> None:
     site = open_site()
     attack = site.get("/", {"cookie": f"theme={SCRIPT}"})
+    assert SCRIPT in attack.text
+    assert_clean_and_stored(site, "/", "/")
+
+
+def test_a_get_with_a_body_is_never_stored(open_site: OpenSite) -> None:
+    site = open_site()
+    attack = site.get("/", body=SCRIPT.encode())  # a "fat GET"
     assert SCRIPT in attack.text
     assert_clean_and_stored(site, "/", "/")
 

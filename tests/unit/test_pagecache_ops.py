@@ -140,6 +140,8 @@ def test_inputs_the_key_lacks_keep_a_render_from_being_stored() -> None:
         "cookie csrftoken",
     )
     assert unkeyed("/", **{"cache-control": "no-store"}) == ("cache-control no-store",)
+    assert unkeyed("/", **{"content-length": "9"}) == ("header content-length",)  # a fat GET
+    assert unkeyed("/", **{"content-length": "0"}) == ()
     # The key does not change: the same page is looked up (and served).
     assert plan_of("/", HOME, **{"x-forwarded-host": "evil"}).digest == plan_of("/", HOME).digest
 
@@ -453,3 +455,24 @@ def test_an_invalidation_sets_a_new_generation_that_expires() -> None:
         assert command[:2] == ("SET", plan.shard.gen)
         assert command[3:] == ("PX", life)
     assert first[2] != second[2]  # never a value seen before: a counter would come back
+
+
+def test_a_wsgi_request_shows_its_body_headers() -> None:
+    from webtier.web.pagecache_wsgi import environ_request
+
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/",
+        "QUERY_STRING": "",
+        "CONTENT_LENGTH": "9",
+        "CONTENT_TYPE": "",
+        "HTTP_HOST": "shop.test",
+        "HTTP_X_FORWARDED_HOST": "evil",
+    }
+    request = environ_request(environ)
+    assert request.headers == {
+        "host": "shop.test",
+        "x-forwarded-host": "evil",
+        "content-length": "9",
+    }
+    assert HOME.plan(CFG, request).unkeyed == ("header x-forwarded-host", "header content-length")

@@ -46,7 +46,12 @@ def environ_request(environ: Environ) -> PageRequest:
         for name, value in environ.items()
         if name.startswith("HTTP_")
     ]
-    pairs += [(n.replace("_", "-"), environ[n]) for n in ("CONTENT_TYPE",) if environ.get(n)]
+    # A GET with a body (a "fat GET") carries it: the body is an input too.
+    pairs += [
+        (n.replace("_", "-"), environ[n])
+        for n in ("CONTENT_TYPE", "CONTENT_LENGTH")
+        if environ.get(n)
+    ]
     headers = policy.lower_headers(pairs)
     host = (
         headers.get("host") or f"{environ.get('SERVER_NAME', '')}:{environ.get('SERVER_PORT', '')}"
