@@ -330,7 +330,8 @@ ANALYTICS_COOKIES = frozenset(
 )
 
 
-def _header_names(value: object) -> bool:
+def valid_header_names(value: object) -> bool:
+    """Whether ``value`` is a tuple or frozenset of HTTP header names."""
     return isinstance(value, frozenset | tuple) and all(
         isinstance(n, str) and n and n.isascii() and not any(c in n for c in " :\t") for n in value
     )
@@ -403,7 +404,8 @@ class PageCacheSettings:
             )
         _require(self.item_param != self.dynamic_param, "item_param and dynamic_param must differ")
         _require(
-            isinstance(self.ignored_headers, frozenset) and _header_names(self.ignored_headers),
+            isinstance(self.ignored_headers, frozenset)
+            and valid_header_names(self.ignored_headers),
             "ignored_headers must be a frozenset of header names",
         )
         _require(
@@ -413,7 +415,7 @@ class PageCacheSettings:
         )
         _require(
             isinstance(self.proxy_headers, tuple)
-            and _header_names(self.proxy_headers)
+            and valid_header_names(self.proxy_headers)
             and "*" not in "".join(self.proxy_headers),
             "proxy_headers must be a tuple of header names",
         )

@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 from webtier._keys import PageShard, check_name, shard_of
 from webtier._ops.ranking import decode_rank, rank_request
 from webtier._protocol import Reply, Request
-from webtier.config import Config, PageCacheSettings, _header_names
+from webtier.config import Config, PageCacheSettings, valid_header_names
 from webtier.errors import ConfigError, InvalidInput
 
 
@@ -139,7 +139,7 @@ class CacheRoute:
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path.startswith("/"):
             raise ConfigError(f"a cached route's path must start with '/' (got {self.path!r})")
-        if not isinstance(self.vary, tuple) or not _header_names(self.vary):
+        if not isinstance(self.vary, tuple) or not valid_header_names(self.vary):
             raise ConfigError(f"vary must be a tuple of header names (got {self.vary!r})")
         object.__setattr__(self, "vary", tuple(sorted({h.lower() for h in self.vary})))
         if self.ttl is not None and not (
@@ -154,7 +154,7 @@ class CacheRoute:
         object.__setattr__(self, "cookies", tuple(sorted(set(self.cookies))))
         headers = self.ignored_headers
         if headers is not None:
-            if not isinstance(headers, tuple) or not _header_names(headers):
+            if not isinstance(headers, tuple) or not valid_header_names(headers):
                 raise ConfigError(f"ignored_headers must be a tuple of header names ({headers!r})")
             object.__setattr__(self, "ignored_headers", tuple(sorted({h.lower() for h in headers})))
         cookies = self.ignored_cookies
