@@ -482,10 +482,15 @@ def _by_node(items: list[_Item], located: Sequence[Any]) -> dict[Any, list[_Item
     return groups
 
 
+# A generator of webtier's own: a library must not move the application's
+# global random state (tests that replay it, Hypothesis among them, notice).
+_JITTER = random.Random()
+
+
 def backoff(policy: RetryPolicy, failures: int) -> float:
     """Seconds to wait before try number ``failures + 1`` (jittered doubling)."""
     ceiling = min(policy.backoff_cap, policy.backoff * 2 ** (failures - 1))
-    return random.uniform(ceiling / 2, ceiling)
+    return _JITTER.uniform(ceiling / 2, ceiling)
 
 
 # -- redis-py's exceptions, as webtier's ---------------------------------------------------

@@ -24,7 +24,7 @@ from webtier._ops.row_refresh import RefreshReport
 from webtier._protocol import Call
 from webtier.config import Config, SessionSettings
 from webtier.errors import ConfigError, RedisUnavailable
-from webtier.pagerules import PageRequest, PageRules
+from webtier.pagerules import BOOK_RULES, PageRequest
 from webtier.rowsource import FunctionSource, Row, Source
 from webtier.sync import WebTier
 from webtier.timing import AccessTimer
@@ -215,7 +215,7 @@ def can_cache(conn: Any, request: str) -> bool:
     item page (``item=<id>`` in its query), not dynamic (no ``_`` parameter),
     whose item ranks in the top 10,000 most viewed."""
     tier = tier_for(conn)
-    plan = PageRules().plan(tier.config, PageRequest.from_url(request))
+    plan = BOOK_RULES.plan(tier.config, PageRequest.from_url(request))
     if plan is None or plan.item is None:
         return False
     place = tier.ranking.rank(plan.item)
@@ -227,7 +227,7 @@ def cache_request(conn: Any, request: str, callback: Callable[[str], str]) -> st
     cached for 5 minutes when :func:`can_cache` allows (Listing 2.6). One
     render across processes on a miss; rendered uncached if Redis is down."""
     tier = tier_for(conn)
-    plan = PageRules().plan(tier.config, PageRequest.from_url(request))
+    plan = BOOK_RULES.plan(tier.config, PageRequest.from_url(request))
     if plan is None:
         return callback(request)
 

@@ -283,6 +283,72 @@ TRACKING_PARAMS = frozenset(
 # Cookies that identify a user: a request carrying one is private.
 SESSION_COOKIES = frozenset({"webtier_session", "sessionid", "session"})
 
+# Request headers browsers send with ordinary page loads, trusted not to
+# change a page unless its route keys them (``vary``). Treating them as
+# inputs would leave nothing storable: every browser sends them. HTTP gives
+# a page that depends on one a way to say so, ``Vary``, and a response that
+# varies on a header its route does not key is never stored. Any other
+# header (``X-Forwarded-Host``, ``X-Original-URL``, an API key...) counts as
+# an input: a request carrying it is answered from the cache but its render
+# is not stored. A name ending in '*' matches every name starting with the rest.
+BROWSER_HEADERS = frozenset(
+    {
+        "user-agent",
+        "accept",
+        "accept-language",
+        "referer",
+        "sec-fetch-*",
+        "sec-ch-ua",
+        "sec-ch-ua-mobile",
+        "sec-ch-ua-platform",
+        "upgrade-insecure-requests",
+        "dnt",
+        "sec-gpc",
+        "priority",
+    }
+)
+# Headers a reverse proxy sets to tell the app the client's host, scheme,
+# port and path prefix: behind a proxy that sets them itself (overwriting
+# what clients send), list them in ``proxy_headers`` so they join every key.
+PROXY_HEADERS = (
+    "forwarded",
+    "x-forwarded-host",
+    "x-forwarded-port",
+    "x-forwarded-prefix",
+    "x-forwarded-proto",
+)
+# Cookies that analytics scripts set and read in the browser: the server's
+# page does not depend on them, so they do not keep a render from being
+# stored. Any other cookie does, unless its route keys or ignores it.
+ANALYTICS_COOKIES = frozenset(
+    {
+        "_ga",
+        "_ga_*",
+        "_gid",
+        "_gat",
+        "_gat_*",
+        "__utm*",
+        "_gcl_*",
+        "_fbp",
+        "_fbc",
+        "_hj*",
+        "_clck",
+        "_clsk",
+        "_uetsid",
+        "_uetvid",
+        "_pk_*",
+        "ajs_*",
+        "mp_*",
+    }
+)
+
+
+def valid_header_names(value: object) -> bool:
+    """Whether ``value`` is a tuple or frozenset of HTTP header names."""
+    return isinstance(value, frozenset | tuple) and all(
+        isinstance(n, str) and n and n.isascii() and not any(c in n for c in " :\t") for n in value
+    )
+
 
 @dataclass(frozen=True, slots=True)
 class PageCacheSettings:
@@ -305,10 +371,27 @@ class PageCacheSettings:
     ignored_params: frozenset[str] = TRACKING_PARAMS
     item_param: str = "item"  # the query parameter naming an item page's item
     dynamic_param: str = "_"  # a query parameter marking a page dynamic (never cached)
+    # Request headers and cookies trusted not to change a page (a route can
+    # say otherwise). A request carrying a header or cookie its route neither
+    # keys nor ignores, or a dropped query parameter, is answered from the
+    # cache, but its render is never stored.
+    ignored_headers: frozenset[str] = BROWSER_HEADERS
+    ignored_cookies: frozenset[str] = ANALYTICS_COOKIES
+    # Headers a trusted proxy in front sets itself (PROXY_HEADERS, say):
+    # they join every page's key, so requests carrying them can be stored.
+    proxy_headers: tuple[str, ...] = ()
+    # A request with Cache-Control: no-cache (or Pragma: no-cache) gets a
+    # render of its own, neither read from the cache nor stored.
+    honor_no_cache: bool = True
     counters: bool = True  # count hits, misses and stale answers in the counters
     error_interval: float = 60.0  # seconds between two log lines about Redis being unavailable
+    # Seconds each page-cache operation of a request (lookup, answer) may wait
+    # for Redis, its tries included (a render's own time does not count); a
+    # hung server then costs a request that, and the page is served uncached.
+    time_limit: float | None = 1.0
 
     def __post_init__(self) -> None:
+        check_limit(self.time_limit, "time_limit")
         year = 365 * 86400
         for name in ("ttl", "lock_lease", "pass_ttl", "error_interval"):
             _require(
@@ -324,7 +407,8 @@ class PageCacheSettings:
                 _is_int(getattr(self, name)) and getattr(self, name) >= 1, f"{name} must be >= 1"
             )
         _require(_is_int(self.shards) and 1 <= self.shards <= 16384, "shards must be 1..16384")
-        _require(isinstance(self.counters, bool), "counters must be True or False")
+        for name in ("counters", "honor_no_cache"):
+            _require(isinstance(getattr(self, name), bool), f"{name} must be True or False")
         for name in ("private_cookies", "ignored_params"):
             names = getattr(self, name)
             _require(
@@ -337,6 +421,26 @@ class PageCacheSettings:
                 f"{name} must be a name",
             )
         _require(self.item_param != self.dynamic_param, "item_param and dynamic_param must differ")
+        _require(
+            isinstance(self.ignored_headers, frozenset)
+            and valid_header_names(self.ignored_headers),
+            "ignored_headers must be a frozenset of header names",
+        )
+        _require(
+            isinstance(self.ignored_cookies, frozenset)
+            and all(isinstance(n, str) and n for n in self.ignored_cookies),
+            "ignored_cookies must be a frozenset of non-empty names",
+        )
+        _require(
+            isinstance(self.proxy_headers, tuple)
+            and valid_header_names(self.proxy_headers)
+            and "*" not in "".join(self.proxy_headers),
+            "proxy_headers must be a tuple of header names",
+        )
+        lower = frozenset(n.lower() for n in self.ignored_headers)
+        object.__setattr__(self, "ignored_headers", lower)
+        keyed = tuple(sorted({n.lower() for n in self.proxy_headers}))
+        object.__setattr__(self, "proxy_headers", keyed)
 
 
 # -- sessions and carts -------------------------------------------------------------------

@@ -1,17 +1,24 @@
 """Which requests the page cache may answer, and under which key.
 
 The rules are the application's: :class:`PageRules` lists the routes it marks
-cacheable (:class:`CacheRoute`, with the request headers each varies on) and
-says whether item pages are cached the book's way (Redis in Action 2.3: a
-page with an ``item`` query parameter, no ``_`` parameter, whose item ranks
-in the top 10,000 most viewed). ``PageRules()`` is the book's rule alone.
+cacheable (:class:`CacheRoute`, with the request headers and cookies each
+varies on), and which of them are item routes, cached the book's way (Redis
+in Action 2.3: a page with an ``item`` query parameter, no ``_`` parameter,
+whose item ranks in the top 10,000 most viewed). :data:`BOOK_RULES` is the
+book's rule on every path, for the book's functions (a URL, no headers).
 
 A page's key is a digest of the method, scheme, host, path, the *normalized*
 query string (parameters in name order, tracking parameters dropped) and the
-values of the declared vary headers, nothing else: cookies other than those
-declared, CSRF tokens and ``Vary: Cookie`` never split the cache, and no
-request text ever reaches a Redis key (only its digest does). An item page's
-key lies in its item's shard, so all pages of one item can be dropped at once.
+values of the declared vary headers and cookies, nothing else; no request
+text ever reaches a Redis key (only its digest does). An item page's key
+lies in its item's shard, so all pages of one item can be dropped at once.
+
+A render is stored only if every input of its request that could reach the
+page is in the key (:attr:`Plan.unkeyed` lists those that are not): a
+dropped query parameter, a query string spelled with characters browsers
+escape, a header the route neither keys nor trusts (``X-Forwarded-Host``,
+an API key...), a cookie it neither keys nor ignores. Such a request is
+answered from the cache, but its render serves it alone.
 
 Nothing here does I/O: :func:`PageRules.plan` is pure, and admission by rank
 supplies the read that a miss sends in the same round trip as its claim.
@@ -21,15 +28,17 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from webtier._keys import PageShard, check_name, shard_of
 from webtier._ops.ranking import decode_rank, rank_request
 from webtier._protocol import Reply, Request
-from webtier.config import Config, PageCacheSettings
+from webtier.config import Config, PageCacheSettings, valid_header_names
 from webtier.errors import ConfigError, InvalidInput
 
 
@@ -125,31 +134,59 @@ class CacheRoute:
     """A route the application marks cacheable.
 
     ``path`` is a path, or a pattern with ``*`` (``/products/*``). ``vary``
-    names the request headers the page depends on (they join the key); any
-    other header, cookies included, must not change the page. ``private=True``
+    names the request headers the page depends on and ``cookies`` the
+    cookies it reads (their values join the key). ``item_pages=True`` makes
+    it an item route, cached the book's way: only pages with one ``item``
+    parameter whose item is admitted (ranks in the top N). ``private=True``
     says the page is the same for signed-in users, so requests carrying a
     session cookie or ``Authorization`` may be answered from the cache too.
-    ``ttl`` overrides the default freshness (seconds)."""
+    ``ttl`` overrides the default freshness (seconds).
+
+    ``ignored_headers`` and ``ignored_cookies`` (default: the settings')
+    name the headers and cookies trusted not to change this route's page. A
+    request carrying any other header or cookie that is not in the key is
+    answered from the cache, but its render is never stored."""
 
     path: str
     vary: tuple[str, ...] = ()
     ttl: float | None = None
     private: bool = False
+    item_pages: bool = False
+    cookies: tuple[str, ...] = ()
+    ignored_headers: tuple[str, ...] | None = None
+    ignored_cookies: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path.startswith("/"):
             raise ConfigError(f"a cached route's path must start with '/' (got {self.path!r})")
-        vary: object = self.vary
-        if not isinstance(vary, tuple) or not all(isinstance(h, str) and h for h in vary):
+        if not isinstance(self.vary, tuple) or not valid_header_names(self.vary):
             raise ConfigError(f"vary must be a tuple of header names (got {self.vary!r})")
         object.__setattr__(self, "vary", tuple(sorted({h.lower() for h in self.vary})))
         if self.ttl is not None and not (
             isinstance(self.ttl, int | float) and not isinstance(self.ttl, bool) and self.ttl > 0
         ):
             raise ConfigError(f"a route's ttl must be > 0 seconds (got {self.ttl!r})")
+        for flag in ("private", "item_pages"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"{flag} must be True or False")
+        if not isinstance(self.cookies, tuple) or not _cookie_names(self.cookies):
+            raise ConfigError(f"cookies must be a tuple of cookie names (got {self.cookies!r})")
+        object.__setattr__(self, "cookies", tuple(sorted(set(self.cookies))))
+        headers = self.ignored_headers
+        if headers is not None:
+            if not isinstance(headers, tuple) or not valid_header_names(headers):
+                raise ConfigError(f"ignored_headers must be a tuple of header names ({headers!r})")
+            object.__setattr__(self, "ignored_headers", tuple(sorted({h.lower() for h in headers})))
+        cookies = self.ignored_cookies
+        if cookies is not None and (not isinstance(cookies, tuple) or not _cookie_names(cookies)):
+            raise ConfigError(f"ignored_cookies must be a tuple of cookie names ({cookies!r})")
 
     def matches(self, path: str) -> bool:
         return fnmatch.fnmatchcase(path, self.path) if "*" in self.path else path == self.path
+
+
+def _cookie_names(names: tuple[str, ...]) -> bool:
+    return all(isinstance(n, str) and n and not any(c in n for c in "=; \t") for n in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +197,17 @@ class Plan:
     shard: PageShard
     item: str | None  # the item whose pages this one counts among
     ttl: float  # seconds a stored copy is fresh at most
-    vary: tuple[str, ...]  # request headers the page may vary on
+    vary: tuple[str, ...]  # request headers the page may vary on (they are in the key)
     admission: Admission | None  # None: admitted by the route itself
+    # Inputs of the request that could reach the page but are not in the key
+    # ("query utm_source", "header x-forwarded-host", "cookie theme"...): a
+    # render of it must not be stored. Empty for most requests.
+    unkeyed: tuple[str, ...] = ()
+
+    @property
+    def storable(self) -> bool:
+        """Whether a render of this request may be stored (and shared)."""
+        return not self.unkeyed
 
 
 # Methods whose responses are cached. HEAD is left to the app: its response
@@ -171,20 +217,27 @@ CACHED_METHODS = frozenset({"GET"})
 
 @dataclass(frozen=True, slots=True)
 class PageRules:
-    """The application's caching rules; the default is the book's."""
+    """The application's caching rules: the routes it marks cacheable (the
+    first that matches a path applies), and how item pages are admitted."""
 
     routes: tuple[CacheRoute, ...] = ()
-    item_pages: bool = True  # cache item pages the book's way
     admission: Admission = field(default_factory=RankAdmission)
+
+    def __post_init__(self) -> None:
+        routes: object = self.routes
+        if not isinstance(routes, tuple) or not all(isinstance(r, CacheRoute) for r in routes):
+            raise ConfigError(f"routes must be a tuple of CacheRoute (got {self.routes!r})")
 
     def plan(self, cfg: Config, request: PageRequest) -> Plan | None:
         """The plan for ``request``, or None if the cache must leave it alone."""
         settings = cfg.pagecache
         if request.method not in CACHED_METHODS:
             return None
+        route = next((r for r in self.routes if r.matches(request.path)), None)
+        if route is None:
+            return None
         params = parse_qsl(request.query, keep_blank_values=True)
-        names = [name for name, _ in params]
-        if settings.dynamic_param in names:
+        if any(name == settings.dynamic_param for name, _ in params):
             return None  # the book's mark of a dynamic page
         items = [value for name, value in params if name == settings.item_param]
         item = items[0] if len(items) == 1 else None
@@ -193,28 +246,150 @@ class PageRules:
                 check_name("item", item)
             except InvalidInput:
                 item = None
-        route = next((r for r in self.routes if r.matches(request.path)), None)
-        if route is None and not (self.item_pages and item is not None):
+        if route.item_pages and item is None:
             return None
-        private = route is not None and route.private
-        if not private and is_private(settings, request.headers):
+        headers = request.headers
+        if not route.private and is_private(settings, headers):
             return None
-        vary = route.vary if route is not None else ()
-        digest = page_digest(settings, request, params, vary)
+        if settings.honor_no_cache and wants_fresh(headers):
+            return None  # a render of its own, straight from the app
+        vary = route.vary
+        if settings.proxy_headers:
+            vary = tuple(sorted({*vary, *settings.proxy_headers}))
+        digest = page_digest(settings, request, params, vary, route.cookies)
         shard_number = (
             shard_of(item, settings.shards)
             if item is not None
             else int(digest[:8], 16) % settings.shards
         )
-        ttl = settings.ttl if route is None or route.ttl is None else min(route.ttl, settings.ttl)
+        ttl = settings.ttl if route.ttl is None else min(route.ttl, settings.ttl)
         return Plan(
             digest,
             cfg.keys.page_shard(shard_number),
             item,
             ttl,
             vary,
-            self.admission if route is None else None,
+            self.admission if route.item_pages else None,
+            unkeyed_inputs(settings, route, vary, request, params),
         )
+
+
+# The book's rule on every path: a page with one `item` parameter whose item
+# ranks in the top N. For the book's functions, whose requests are URLs
+# alone; a web application declares its own item routes.
+BOOK_RULES = PageRules(routes=(CacheRoute("/*", item_pages=True),))
+
+# Request headers the cache handles itself: never an input of the page.
+# (The host is in the key; the cache compresses, answers conditional
+# requests and reads Cache-Control itself; the rest describe the connection.)
+CACHE_HEADERS = frozenset(
+    {
+        "host",
+        "accept-encoding",
+        "if-none-match",
+        "if-modified-since",
+        "cache-control",
+        "pragma",
+        "connection",
+        "keep-alive",
+        "te",
+    }
+)
+
+# Characters a query string may hold as they are: printable ASCII but those
+# browsers escape in a query (the WHATWG URL standard's special-query set:
+# '"', '#', '<', '>', "'"; space, controls and non-ASCII too). A query
+# holding one raw was written by hand, and a page that reflects the raw
+# query would show it where a browser's request under the same key shows
+# an escape.
+_QUERY_CHARS = frozenset(chr(c) for c in range(0x21, 0x7F)) - frozenset("\"#<>'")
+
+
+def matches(names: frozenset[str] | tuple[str, ...], name: str) -> bool:
+    """Whether ``name`` is one of ``names``, where a name ending in '*'
+    stands for every name starting with the rest."""
+    exact, prefixes = _split_names(names)
+    return name in exact or name.startswith(prefixes)
+
+
+@lru_cache(maxsize=256)
+def _split_names(names: frozenset[str] | tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Exact names, and the prefixes of the names ending in '*' (once per set)."""
+    return (
+        frozenset(n for n in names if not n.endswith("*")),
+        tuple(n[:-1] for n in names if n.endswith("*")),
+    )
+
+
+def cache_directives(value: str) -> dict[str, str]:
+    """The directives of a ``Cache-Control`` value, by lower-case name."""
+    found = {}
+    for part in value.split(","):
+        name, _, arg = part.strip().partition("=")
+        if name:
+            found[name.lower()] = arg.strip().strip('"')
+    return found
+
+
+def wants_fresh(headers: Mapping[str, str]) -> bool:
+    """Whether the request asks not to be answered from a cache:
+    ``Cache-Control: no-cache``, or ``Pragma: no-cache`` without
+    ``Cache-Control`` (RFC 9111 5.4). ``max-age=0``, a plain reload, does not."""
+    control = headers.get("cache-control")
+    if control is not None:
+        return "no-cache" in cache_directives(control)
+    pragma = headers.get("pragma", "")
+    return any(part.strip().lower() == "no-cache" for part in pragma.split(","))
+
+
+def cookie_pairs(header: str) -> list[tuple[str, str]]:
+    """The (name, value) pairs of a ``Cookie`` header, in order."""
+    pairs = []
+    for crumb in header.split(";"):
+        name, _, value = crumb.partition("=")
+        if name.strip() or value.strip():
+            pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def unkeyed_inputs(
+    settings: PageCacheSettings,
+    route: CacheRoute,
+    vary: Sequence[str],
+    request: PageRequest,
+    params: Sequence[tuple[str, str]],
+) -> tuple[str, ...]:
+    """The inputs of ``request`` that could reach the page but are not in
+    its key (nor trusted not to change it); empty when a render may be stored."""
+    found: list[str] = []
+    found += [f"query {name}" for name, _ in params if is_ignored(settings, name)]
+    if not _QUERY_CHARS.issuperset(request.query):
+        found.append("query characters")
+    ignored = settings.ignored_headers if route.ignored_headers is None else route.ignored_headers
+    for name in request.headers:
+        if name in CACHE_HEADERS or name in vary or name == "cookie":
+            continue
+        if name == "authorization" and route.private:
+            continue  # the route says signed-in users see the same page
+        if name == "content-length" and request.headers[name].strip() == "0":
+            continue  # no body (a body, of a "fat GET", is an input)
+        if not matches(ignored, name):
+            found.append(f"header {name}")
+    cookie = request.headers.get("cookie")
+    if cookie and "cookie" not in vary:
+        harmless = (
+            settings.ignored_cookies if route.ignored_cookies is None else route.ignored_cookies
+        )
+        for name, _ in cookie_pairs(cookie):
+            if name in route.cookies or matches(harmless, name):
+                continue
+            if route.private and name in settings.private_cookies:
+                continue
+            found.append(f"cookie {name}")
+    control = request.headers.get("cache-control")
+    if control is not None and "no-store" in cache_directives(control):
+        found.append("cache-control no-store")  # RFC 9111 5.2.1.5: store nothing of it
+    return tuple(dict.fromkeys(found))
 
 
 def is_private(settings: PageCacheSettings, headers: Mapping[str, str]) -> bool:
@@ -224,18 +399,12 @@ def is_private(settings: PageCacheSettings, headers: Mapping[str, str]) -> bool:
     cookie = headers.get("cookie")
     if not cookie:
         return False
-    for crumb in cookie.split(";"):
-        name = crumb.split("=", 1)[0].strip()
-        if name in settings.private_cookies:
-            return True
-    return False
+    return any(name in settings.private_cookies for name, _ in cookie_pairs(cookie))
 
 
 def is_ignored(settings: PageCacheSettings, name: str) -> bool:
-    ignored = settings.ignored_params
-    if name in ignored:
-        return True
-    return any(p.endswith("*") and name.startswith(p[:-1]) for p in ignored)
+    """Whether a query parameter is dropped from keys (a tracking parameter)."""
+    return matches(settings.ignored_params, name)
 
 
 def normalized_query(settings: PageCacheSettings, params: Sequence[tuple[str, str]]) -> str:
@@ -249,6 +418,7 @@ def page_digest(
     request: PageRequest,
     params: Sequence[tuple[str, str]],
     vary: Sequence[str],
+    cookies: Sequence[str] = (),
 ) -> str:
     # Each part is length-prefixed, so no two requests spell the same material.
     parts = [
@@ -259,5 +429,10 @@ def page_digest(
         normalized_query(settings, params),
     ]
     parts += [f"{name}={request.headers.get(name, '')}" for name in vary]
+    if cookies:
+        # A part without '=' (no header part lacks one) starts the cookies.
+        crumbs = cookie_pairs(request.headers.get("cookie", ""))
+        parts.append("cookies")
+        parts += [json.dumps([name, [v for n, v in crumbs if n == name]]) for name in cookies]
     material = "".join(f"{len(p.encode())}:{p}" for p in parts)
     return hashlib.blake2b(material.encode(), digest_size=16).hexdigest()

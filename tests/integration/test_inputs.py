@@ -52,7 +52,7 @@ from webtier._keys import check_name
 from webtier._ops.pagecache import Rendered
 from webtier._protocol import Call
 from webtier.errors import InvalidInput, RedisUnavailable, ServerError, WebtierError
-from webtier.pagerules import PageRequest, PageRules, Plan
+from webtier.pagerules import BOOK_RULES, PageRequest, Plan
 from webtier.rowsource import FunctionSource, Source
 
 pytestmark = pytest.mark.anyio
@@ -216,7 +216,7 @@ async def world(tier: Any, api: str, tmp_path: Any) -> Any:
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}")
     sources: list[Source] = [FunctionSource("fz", _row), seed(engine, 5)]
     tokens = [await tier.sessions.new(), await tier.sessions.new(user="ann")]
-    rules = PageRules()
+    rules = BOOK_RULES
     plans = [
         plan
         for url in ("/?item=42", "/p?item=%C3%A9%7B:", "http://h/x?item=a")
@@ -316,7 +316,7 @@ def _specs(world: World) -> dict[str, Spec]:
             (maybe(st.sampled_from(["/?item=42", "/x", "http://[", "?item=", "/\ud800"])),),
             {
                 "headers": maybe(st.dictionaries(GOOD_NAMES, maybe(GOOD_NAMES), max_size=2)),
-                "rules": maybe(st.just(PageRules())),
+                "rules": maybe(st.just(BOOK_RULES)),
             },
         ),
         "pagecache.invalidate_item": Spec((NAMES,)),

@@ -27,7 +27,7 @@ from webtier._ops import workers as liveness
 from webtier._protocol import Call, Op, ScriptCall
 from webtier.config import Config, RowSettings
 from webtier.errors import SourceError
-from webtier.pagerules import CacheRoute, PageRequest, PageRules
+from webtier.pagerules import BOOK_RULES, CacheRoute, PageRequest, PageRules
 from webtier.rowsource import FunctionSource
 from webtier.workers import AsyncWorker, Worker
 
@@ -66,9 +66,6 @@ BOUNDED: dict[str, str] = {
     "row schedule": "one entry per row scheduled, until unscheduled or deleted in the database",
     "row delays": "one entry per row scheduled, until unscheduled or deleted in the database",
     "row copy": "a scheduled row's copy (checked: the row is in its schedule), one per row",
-    "ranking fence": "one short string per prefix (the start of the last period rescaled)",
-    # fixed on another branch: remove when merged
-    "page generation": "one integer per page cache shard (`shards`, 64)",
 }
 
 PATTERNS = {name: re.compile(pattern) for name, pattern in FAMILIES.items()}
@@ -165,7 +162,7 @@ async def write_sessions(tier: Any) -> None:
 async def write_pages(tier: Any, config: Config, redis_url: str) -> None:
     rules = PageRules(routes=(CacheRoute("/hot"), CacheRoute("/cold")))
     hot = plan_of(config, "http://shop.test/hot", rules)
-    item = plan_of(config, "http://shop.test/item?item=42", PageRules())  # 42 was viewed
+    item = plan_of(config, "http://shop.test/item?item=42", BOOK_RULES)  # 42 was viewed
     render = Call(lambda: PAGE)
     for plan in (hot, item):
         assert (await tier.pagecache.serve(plan, render)).outcome == "MISS"

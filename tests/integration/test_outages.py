@@ -31,7 +31,7 @@ from tests.conftest import BINARIES
 from tests.integration.sessionhelp import serving
 from webtier._keys import shard_of
 from webtier._ops.sessions import place
-from webtier.config import Config, RetryPolicy
+from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRules
 from webtier.testing import RedisCluster, RedisServer
 from webtier.web.pagecache_asgi import PageCacheMiddleware
@@ -43,6 +43,14 @@ from webtier.web.timing import AccessTimeMiddleware, time_flask
 pytestmark = pytest.mark.faults
 
 TOKEN = "A" * 43
+
+
+def config(prefix: str, **settings: Any) -> Config:
+    # No page-cache counters: their recorder's thread would go on flushing to
+    # servers these tests killed, long after each test.
+    return Config(prefix=prefix, pagecache=PageCacheSettings(counters=False), **settings)
+
+
 RETRY = RetryPolicy(attempts=2, backoff=0.01, backoff_cap=0.05)
 COOKIE = "webtier_session"
 
@@ -97,7 +105,7 @@ def dead_cluster() -> Iterator[DeadCluster]:
     then lost every node."""
     with RedisCluster.start(BINARIES["standalone"], replicas=0) as cluster:
         client = webtier.connect(cluster.url, socket_timeout=0.5)
-        tier = webtier.WebTier(client, Config(prefix="dead", retry=RETRY))
+        tier = webtier.WebTier(client, config("dead", retry=RETRY))
         for call in operations(tier).values():
             with contextlib.suppress(webtier.WebtierError):
                 call()
@@ -131,7 +139,7 @@ async def test_every_asyncio_operation_raises_redis_unavailable(
 ) -> None:
     # "fresh": a client made after the cluster died (it connects on first use).
     client = webtier.connect_async(dead_cluster.url, socket_timeout=0.5)
-    tier = webtier.AsyncWebTier(client, Config(prefix="dead", retry=RETRY))
+    tier = webtier.AsyncWebTier(client, config("dead", retry=RETRY))
     try:
         for name, call in operations(tier).items():
             began = time.monotonic()
@@ -208,7 +216,7 @@ async def asgi_client(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
 
 async def check_asgi_outage(url: str, cookie: str, within: float) -> None:
     client = webtier.connect_async(url, socket_timeout=0.5)
-    tier = webtier.AsyncWebTier(client, Config(prefix="web", retry=RETRY))
+    tier = webtier.AsyncWebTier(client, config("web", retry=RETRY))
     try:
         async with asgi_client(asgi_app(tier)) as http:
             began = time.monotonic()
@@ -249,7 +257,7 @@ def server() -> Iterator[RedisServer]:
 
 @pytest.mark.anyio
 async def test_asgi_middleware_with_its_server_down(server: RedisServer) -> None:
-    tier = webtier.WebTier(webtier.connect(server.url), Config(prefix="web"))
+    tier = webtier.WebTier(webtier.connect(server.url), config("web"))
     cookie = a_session_cookie(tier)
     server.kill()
     await check_asgi_outage(server.url, cookie, within=10)
@@ -257,7 +265,7 @@ async def test_asgi_middleware_with_its_server_down(server: RedisServer) -> None
 
 def test_wsgi_middleware_with_its_server_down(server: RedisServer) -> None:
     client = webtier.connect(server.url, socket_timeout=0.5)
-    tier = webtier.WebTier(client, Config(prefix="web", retry=RETRY))
+    tier = webtier.WebTier(client, config("web", retry=RETRY))
     cookie = a_session_cookie(tier)
     server.kill()
     check_wsgi_outage(tier, cookie, within=10)
@@ -288,7 +296,7 @@ def test_a_time_limit_bounds_a_sync_operation_on_a_hung_server(
 ) -> None:
     # The client's own timeouts are long: only the limit can end the wait.
     client = webtier.connect(server.url, socket_timeout=5)
-    tier = webtier.WebTier(client, Config(prefix="hung"))
+    tier = webtier.WebTier(client, config("hung"))
     if warm:
         tier.counters.record("hits")
     with stopped(server):
@@ -316,7 +324,7 @@ async def test_a_time_limit_bounds_an_asyncio_operation_on_a_hung_server(
     server: RedisServer, warm: bool
 ) -> None:
     client = webtier.connect_async(server.url, socket_timeout=5)
-    tier = webtier.AsyncWebTier(client, Config(prefix="hung"))
+    tier = webtier.AsyncWebTier(client, config("hung"))
     if warm:
         await tier.counters.record("hits")
     try:
@@ -339,7 +347,7 @@ async def test_a_time_limit_bounds_an_asyncio_operation_on_a_hung_server(
 def test_the_tier_default_limit_and_lifting_it(server: RedisServer) -> None:
     policy = RetryPolicy(time_limit=LIMIT)
     client = webtier.connect(server.url, socket_timeout=1.5)
-    tier = webtier.WebTier(client, Config(prefix="hung", retry=policy))
+    tier = webtier.WebTier(client, config("hung", retry=policy))
     tier.counters.record("hits")
     with stopped(server):
         began = time.monotonic()
@@ -365,10 +373,10 @@ def test_time_limits_are_checked() -> None:
 async def test_asgi_middleware_on_a_hung_server_answers_within_its_limit(
     server: RedisServer,
 ) -> None:
-    sync_tier = webtier.WebTier(webtier.connect(server.url), Config(prefix="web"))
+    sync_tier = webtier.WebTier(webtier.connect(server.url), config("web"))
     cookie = a_session_cookie(sync_tier)
     client = webtier.connect_async(server.url)  # 5 s socket timeout, 3 retries
-    tier = webtier.AsyncWebTier(client, Config(prefix="web"))
+    tier = webtier.AsyncWebTier(client, config("web"))
     try:
         async with asgi_client(asgi_app(tier)) as http:
             assert (await http.get("/me", headers={"cookie": cookie})).status_code == 200
@@ -388,7 +396,7 @@ async def test_asgi_middleware_on_a_hung_server_answers_within_its_limit(
 
 
 def test_flask_on_a_hung_server_answers_within_its_limit(server: RedisServer) -> None:
-    tier = webtier.WebTier(webtier.connect(server.url), Config(prefix="web"))
+    tier = webtier.WebTier(webtier.connect(server.url), config("web"))
     cookie = a_session_cookie(tier)
     with serving(flask_app(tier)) as base, httpx.Client(base_url=base, timeout=30) as http:
         assert http.get("/me", headers={"cookie": cookie}).status_code == 200
@@ -405,7 +413,7 @@ async def test_asyncio_cluster_never_reports_an_unsent_write_as_maybe_applied() 
     # goes on a new connection, and is applied once.
     with RedisCluster.start(BINARIES["standalone"], replicas=0) as cluster:
         client = webtier.connect_async(cluster.url, socket_timeout=1)
-        tier = webtier.AsyncWebTier(client, Config(prefix="re", retry=RETRY))
+        tier = webtier.AsyncWebTier(client, config("re", retry=RETRY))
         try:
             await tier.counters.record("hits", now=1_700_000_000)
             for node in cluster.servers:
@@ -448,7 +456,7 @@ def session_away_from(tier: webtier.WebTier, cluster: RedisCluster, *down: Redis
 
 def test_a_touch_whose_view_fails_says_the_session_was_touched(cluster: RedisCluster) -> None:
     client = webtier.connect(cluster.url, socket_timeout=1)
-    tier = webtier.WebTier(client, Config(prefix="split", retry=RETRY))
+    tier = webtier.WebTier(client, config("split", retry=RETRY))
     ranking_master = master_of(cluster, tier.config.keys.viewed)
     token = session_away_from(tier, cluster, ranking_master)
     ranking_master.kill()
@@ -463,12 +471,12 @@ def test_a_touch_whose_view_fails_says_the_session_was_touched(cluster: RedisClu
 async def test_the_middleware_serves_the_page_when_only_the_view_was_lost(
     cluster: RedisCluster,
 ) -> None:
-    sync_tier = webtier.WebTier(webtier.connect(cluster.url), Config(prefix="split"))
+    sync_tier = webtier.WebTier(webtier.connect(cluster.url), config("split"))
     ranking_master = master_of(cluster, sync_tier.config.keys.viewed)
     token = session_away_from(sync_tier, cluster, ranking_master)
     ranking_master.kill()
     client = webtier.connect_async(cluster.url, socket_timeout=1)
-    tier = webtier.AsyncWebTier(client, Config(prefix="split", retry=RETRY))
+    tier = webtier.AsyncWebTier(client, config("split", retry=RETRY))
     try:
         async with asgi_client(asgi_app(tier)) as http:
             viewed = await http.post("/view/42", headers={"cookie": f"{COOKIE}={token}"})
@@ -488,7 +496,7 @@ def session_keys(cluster: RedisCluster, *alive: RedisServer) -> int:
 
 def test_a_user_is_listed_before_the_session_that_names_them(cluster: RedisCluster) -> None:
     client = webtier.connect(cluster.url, socket_timeout=1)
-    tier = webtier.WebTier(client, Config(prefix="split", retry=RETRY))
+    tier = webtier.WebTier(client, config("split", retry=RETRY))
     index_master = master_of(cluster, tier.config.keys.user_sessions("ann", 64))
     alive = [s for s in cluster.servers if s is not index_master]
     token = session_away_from(tier, cluster, index_master)
@@ -511,7 +519,7 @@ def test_a_user_is_listed_before_the_session_that_names_them(cluster: RedisClust
 
 def test_revoking_sessions_across_masters_says_which_ended(cluster: RedisCluster) -> None:
     client = webtier.connect(cluster.url, socket_timeout=1)
-    tier = webtier.WebTier(client, Config(prefix="split", retry=RETRY))
+    tier = webtier.WebTier(client, config("split", retry=RETRY))
     index_master = master_of(cluster, tier.config.keys.user_sessions("bob", 64))
     tokens = [tier.sessions.new(user="bob") for _ in range(12)]
     masters = {t: master_of(cluster, place(tier.config, t).key) for t in tokens}
@@ -533,12 +541,15 @@ async def test_a_time_limit_bounds_operations_on_a_hung_cluster_master(
 ) -> None:
     sync_client = webtier.connect(cluster.url, socket_timeout=5)
     async_client = webtier.connect_async(cluster.url, socket_timeout=5)
-    config = Config(prefix="hung")
-    tiers = [webtier.WebTier(sync_client, config), webtier.AsyncWebTier(async_client, config)]
+    hung_config = config("hung")
+    tiers = [
+        webtier.WebTier(sync_client, hung_config),
+        webtier.AsyncWebTier(async_client, hung_config),
+    ]
     for tier in tiers:  # connections kept to every master
         for n in range(20):
             await maybe_await(tier.counters.record(f"hits{n}"))
-    hung = master_of(cluster, config.keys.counter_shard(shard_of("hits0", 64))[1])
+    hung = master_of(cluster, hung_config.keys.counter_shard(shard_of("hits0", 64))[1])
     try:
         with stopped(hung):
             for tier in tiers:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -81,9 +82,10 @@ async def test_item_pages_are_admitted_by_rank(
     renders = Renders(tmp_path / "renders")
     for item in ("a", "a", "b"):
         await tier.ranking.record_view(item)
-    popular = _plan(config, "/item?item=a", PageRules())
-    unpopular = _plan(config, "/item?item=b", PageRules())
-    never_viewed = _plan(config, "/item?item=c", PageRules())
+    items = PageRules(routes=(CacheRoute("/item", item_pages=True),))
+    popular = _plan(config, "/item?item=a", items)
+    unpopular = _plan(config, "/item?item=b", items)
+    never_viewed = _plan(config, "/item?item=c", items)
     outcomes = [(await tier.pagecache.serve(p, Call(renders))).outcome for p in [popular] * 2]
     assert outcomes == ["MISS", "HIT"]
     for plan in (unpopular, unpopular, never_viewed):
@@ -286,4 +288,86 @@ def test_a_flask_site_whose_redis_is_stopped_serves_uncached(
     finally:
         server.shutdown()
         cached.close()
+        webtier.disconnect(client)
+
+
+# -- memory bounded with no worker running ----------------------------------------------------
+
+
+async def test_every_page_cache_key_expires_by_itself(
+    tier: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """After every kind of write, with no worker running, each page-cache key has a TTL."""
+    rules = PageRules(routes=(CacheRoute("/item", item_pages=True), CacheRoute("/hot")))
+    await tier.ranking.record_view("x")
+    item_page = _plan(tier.config, "/item?item=x", rules)
+    hot = _plan(tier.config, "http://shop.test/hot", rules)
+    not_storable = _plan(tier.config, "/item?item=x&page=2", rules)
+    renders = Renders(tmp_path / "renders")
+    for plan in (item_page, hot):
+        await tier.pagecache.serve(plan, Call(renders))  # page, index, item set, gen read
+    private = Rendered(200, PAGE.headers, b"mine", None)
+    await tier.pagecache.serve(not_storable, Call(lambda: private))  # a pass note
+    await tier.pagecache.invalidate("http://shop.test/hot", rules=rules)  # a generation
+    await tier.pagecache.serve(hot, Call(renders))
+    await tier.pagecache.invalidate_item("x")
+    await tier.pagecache.serve(item_page, Call(renders))
+    await tier.pagecache.invalidate_all()  # every shard's generation
+    await tier.pagecache.serve(hot, Call(renders))
+    keys = [k.decode() for k in all_keys(redis_url, f"{tier.config.prefix}:{{pc:*")]
+    kinds = {key.split("}:")[1].split(":")[0] for key in keys}
+    assert {"gen", "pages", "page", "item"} <= kinds, kinds
+    client = webtier.connect(redis_url)
+    try:
+        lives = {key: client.pttl(key) for key in keys}
+    finally:
+        webtier.disconnect(client)
+    assert not [key for key, life in lives.items() if life < 0], "keys without a TTL"
+    settings = tier.config.pagecache
+    longest = (settings.lock_lease + max(settings.ttl + settings.grace, settings.pass_ttl)) * 1000
+    assert max(lives.values()) <= longest
+
+
+async def test_a_generation_that_expired_still_fences_a_render_in_flight(
+    tier_factory: Any, prefix: str, redis_url: str
+) -> None:
+    """The render claims with a generation about to expire; it expires; an
+    invalidation comes; the render must not store. (A counter restarted at
+    its old value by the invalidation would let it.)"""
+    settings = PageCacheSettings(lock_lease=2.0, ttl=0.05, grace=0, pass_ttl=0.05, jitter=0)
+    tier = tier_factory(Config(prefix=prefix, pagecache=settings))
+    plan = _plan(tier.config, "/item?item=x", PageRules(routes=(CacheRoute("/item"),)))
+    client = webtier.connect(redis_url)
+    started, go_on = threading.Event(), threading.Event()
+
+    def render() -> Rendered:
+        started.set()
+        assert go_on.wait(30)
+        return PAGE
+
+    async def until(ready: Any) -> None:
+        deadline = time.monotonic() + 10
+        while not ready():
+            assert time.monotonic() < deadline, "timed out"
+            await anyio.sleep(0.005)
+
+    try:
+        await tier.pagecache.invalidate_item("x")
+        await until(lambda: 0 <= client.pttl(plan.shard.gen) < 300)
+        async with anyio.create_task_group() as group:
+            results: list[Served] = []
+
+            async def serve() -> None:
+                results.append(await tier.pagecache.serve(plan, Call(render)))
+
+            group.start_soon(serve)
+            await anyio.to_thread.run_sync(started.wait, 30)
+            await until(lambda: not client.exists(plan.shard.gen))
+            await tier.pagecache.invalidate_item("x")
+            go_on.set()
+        assert results[0].outcome == "MISS"
+        again = await tier.pagecache.serve(plan, Call(lambda: PAGE))
+        assert again.outcome == "MISS", "the render from before the invalidation was stored"
+    finally:
+        go_on.set()
         webtier.disconnect(client)

@@ -100,6 +100,7 @@ class Shop:
 
 RULES = PageRules(
     routes=(
+        CacheRoute("/item", item_pages=True),
         CacheRoute("/big"),
         CacheRoute("/me"),
         CacheRoute("/greet", vary=("Accept-Language",)),

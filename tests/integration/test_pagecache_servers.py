@@ -29,7 +29,14 @@ from webtier.web.pagecache_asgi import PageCacheMiddleware
 from webtier.web.pagecache_wsgi import WSGIPageCache
 
 BIG = ("<li>one more line of a long listing</li>\n" * 300).encode()
-RULES = PageRules(routes=(CacheRoute("/big"), CacheRoute("/me"), CacheRoute("/stream")))
+RULES = PageRules(
+    routes=(
+        CacheRoute("/item", item_pages=True),
+        CacheRoute("/big"),
+        CacheRoute("/me"),
+        CacheRoute("/stream"),
+    )
+)
 
 
 @pytest.fixture

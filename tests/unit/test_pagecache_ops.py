@@ -14,12 +14,14 @@ from webtier._protocol import Call, Request, ScriptCall
 from webtier.config import Config, PageCacheSettings
 from webtier.errors import ConfigError
 from webtier.pagerules import (
+    BOOK_RULES,
     CacheRoute,
     PageRequest,
     PageRules,
     SetAdmission,
     is_private,
     normalized_query,
+    wants_fresh,
 )
 from webtier.web import pagecache_policy as policy
 
@@ -28,7 +30,7 @@ SETTINGS = CFG.pagecache
 
 
 def plan_of(url: str, rules: PageRules | None = None, **headers: str) -> Any:
-    return (rules or PageRules()).plan(CFG, PageRequest.from_url(url, headers))
+    return (rules or BOOK_RULES).plan(CFG, PageRequest.from_url(url, headers))
 
 
 # -- rules and keys -------------------------------------------------------------------------
@@ -85,9 +87,115 @@ def test_private_requests_are_left_alone_unless_the_route_allows() -> None:
     assert plan_of("/news", shared, authorization="Bearer x") is not None
 
 
+def test_the_item_rule_applies_only_to_item_routes() -> None:
+    rules = PageRules(routes=(CacheRoute("/item", item_pages=True), CacheRoute("/")))
+    assert plan_of("/item?item=5", rules).admission is not None
+    assert plan_of("/item", rules) is None  # an item route needs its item
+    assert plan_of("/account?item=5", rules) is None  # not a declared route
+    home = plan_of("/?item=5", rules)
+    assert home.admission is None  # a plain route is admitted by itself...
+    assert home.shard == plan_of("/item?item=5", rules).shard  # ...in its item's shard
+
+
+def unkeyed(url: str, rules: PageRules | None = None, **headers: str) -> tuple[str, ...]:
+    plan = plan_of(url, rules or HOME, **headers)
+    assert plan is not None
+    assert plan.storable == (not plan.unkeyed)
+    return plan.unkeyed  # type: ignore[no-any-return]
+
+
+HOME = PageRules(routes=(CacheRoute("/"),))
+BROWSER = {
+    "user-agent": "Mozilla/5.0",
+    "accept": "text/html,*/*;q=0.8",
+    "accept-language": "fr",
+    "accept-encoding": "gzip, br",
+    "referer": "https://shop.example/",
+    "sec-fetch-mode": "navigate",
+    "sec-ch-ua-mobile": "?0",
+    "upgrade-insecure-requests": "1",
+    "if-none-match": 'W/"x"',
+    "cache-control": "max-age=0",
+    "cookie": "_ga=GA1.2.3; _ga_X1=GS1; _gid=1",
+    "connection": "keep-alive",
+    "host": "shop.example",
+}
+
+
+def test_a_browser_request_may_be_stored() -> None:
+    assert unkeyed("/?page=2&q=a%20b", **BROWSER) == ()
+    assert unkeyed("/?next=/a/b&list[]=1&x=(1)") == ()  # characters browsers leave as they are
+
+
+def test_inputs_the_key_lacks_keep_a_render_from_being_stored() -> None:
+    assert unkeyed("/?utm_source=x&fbclid=1&page=2") == ("query utm_source", "query fbclid")
+    assert unkeyed("/?q=<script>") == ("query characters",)
+    assert unkeyed("/?q=\u00e9'") == ("query characters",)
+    assert unkeyed("/", **{"x-forwarded-host": "evil", "x-api-key": "k"}) == (
+        "header x-forwarded-host",
+        "header x-api-key",
+    )
+    assert unkeyed("/", cookie="theme=dark; _ga=1; csrftoken=t") == (
+        "cookie theme",
+        "cookie csrftoken",
+    )
+    assert unkeyed("/", **{"cache-control": "no-store"}) == ("cache-control no-store",)
+    assert unkeyed("/", **{"content-length": "9"}) == ("header content-length",)  # a fat GET
+    assert unkeyed("/", **{"content-length": "0"}) == ()
+    # The key does not change: the same page is looked up (and served).
+    assert plan_of("/", HOME, **{"x-forwarded-host": "evil"}).digest == plan_of("/", HOME).digest
+
+
+def test_declared_inputs_are_in_the_key() -> None:
+    route = CacheRoute("/", vary=("X-Forwarded-Host",), cookies=("theme",))
+    rules = PageRules(routes=(route,))
+    evil = plan_of("/", rules, **{"x-forwarded-host": "evil"})
+    assert evil.unkeyed == ()
+    assert evil.digest != plan_of("/", rules).digest
+    dark = plan_of("/", rules, cookie="theme=dark; _ga=1")
+    assert dark.unkeyed == ()
+    light = plan_of("/", rules, cookie="theme=light")
+    none = plan_of("/", rules, cookie="_ga=1")
+    assert len({dark.digest, light.digest, none.digest}) == 3
+    assert none.digest == plan_of("/", rules).digest
+    # A trusted proxy's headers join every key.
+    config = Config(prefix="p", pagecache=PageCacheSettings(proxy_headers=("X-Forwarded-Host",)))
+    proxied = HOME.plan(config, PageRequest.from_url("/", {"x-forwarded-host": "a"}))
+    other = HOME.plan(config, PageRequest.from_url("/", {"x-forwarded-host": "b"}))
+    assert proxied is not None
+    assert other is not None
+    assert proxied.storable
+    assert proxied.digest != other.digest
+    assert proxied.vary == ("x-forwarded-host",)
+
+
+def test_a_route_says_which_headers_and_cookies_it_ignores() -> None:
+    strict = PageRules(routes=(CacheRoute("/", ignored_headers=("User-Agent",)),))
+    assert unkeyed("/", strict, **{"user-agent": "x"}) == ()
+    assert unkeyed("/", strict, referer="x") == ("header referer",)
+    lax = PageRules(
+        routes=(CacheRoute("/", ignored_headers=("x-request-*",), ignored_cookies=("ab",)),)
+    )
+    assert unkeyed("/", lax, **{"x-request-id": "1"}, cookie="ab=1") == ()
+    assert unkeyed("/", lax, cookie="_ga=1") == ("cookie _ga",)
+    # A route the same for signed-in users ignores their credentials too.
+    shared = PageRules(routes=(CacheRoute("/", private=True),))
+    assert unkeyed("/", shared, authorization="Bearer x", cookie="sessionid=1") == ()
+
+
+def test_no_cache_requests_go_to_the_app() -> None:
+    assert wants_fresh({"cache-control": "no-cache"})
+    assert wants_fresh({"pragma": "no-cache"})
+    assert not wants_fresh({"cache-control": "max-age=0"})
+    assert not wants_fresh({"cache-control": "max-age=0", "pragma": "no-cache"})  # RFC 9111 5.4
+    assert plan_of("/", HOME, pragma="no-cache") is None
+    ignoring = Config(prefix="p", pagecache=PageCacheSettings(honor_no_cache=False))
+    assert HOME.plan(ignoring, PageRequest.from_url("/", {"pragma": "no-cache"})) is not None
+
+
 def test_admission_is_pluggable() -> None:
     top = {"5"}
-    rules = PageRules(admission=SetAdmission(top.__contains__))
+    rules = PageRules(BOOK_RULES.routes, admission=SetAdmission(top.__contains__))
     plan = plan_of("/item?item=5", rules)
     assert plan.admission.requests(CFG, "5") == ()
     assert plan.admission.admits(CFG, "5", [])
@@ -102,6 +210,30 @@ def test_settings_and_routes_are_checked() -> None:
         CacheRoute("/x", vary="cookie")  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         CacheRoute("/x", ttl=0)
+    bad_routes: list[dict[str, Any]] = [
+        {"cookies": "theme"},
+        {"cookies": ("a=b",)},
+        {"ignored_headers": ("bad header",)},
+        {"ignored_cookies": ["x"]},
+        {"item_pages": 1},
+    ]
+    for bad_route in bad_routes:
+        with pytest.raises(ConfigError):
+            CacheRoute("/x", **bad_route)
+    for bad_setting in (
+        {"ignored_headers": ("user-agent",)},
+        {"proxy_headers": frozenset({"x-forwarded-host"})},
+        {"proxy_headers": ("x-forwarded-*",)},
+        {"ignored_cookies": frozenset({""})},
+        {"honor_no_cache": "yes"},
+    ):
+        with pytest.raises(ConfigError):
+            PageCacheSettings(**bad_setting)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        PageRules(routes=[CacheRoute("/")])  # type: ignore[arg-type]
+    settings = PageCacheSettings(ignored_headers=frozenset({"X-A"}), proxy_headers=("B", "a"))
+    assert settings.ignored_headers == {"x-a"}
+    assert settings.proxy_headers == ("a", "b")
 
 
 # -- HTTP policy ------------------------------------------------------------------------------
@@ -173,6 +305,19 @@ def test_outage_log_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
     for _ in range(5):
         log.report(RuntimeError("down"))
     assert len(caplog.records) == 1
+
+
+def test_unkeyed_inputs_are_reported_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
+    rules = policy.Policy(CFG, HOME)
+    with caplog.at_level("INFO", logger="webtier.pagecache"):
+        rules.plan(PageRequest.from_url("/?utm_source=x"))  # expected: not reported
+        assert not caplog.records
+        for _ in range(5):
+            rules.plan(PageRequest.from_url("/", {"x-amzn-trace-id": "Root=1"}))
+    assert len(caplog.records) == 1
+    assert "'header x-amzn-trace-id'" in caplog.records[0].getMessage()
+    with pytest.raises(ConfigError):
+        policy.Policy(CFG, None)  # type: ignore[arg-type]
 
 
 # -- the serve operation, replies by hand -----------------------------------------------------
@@ -265,6 +410,24 @@ def test_a_stale_copy_is_served_while_another_renders() -> None:
     assert served.page == stale
 
 
+def test_a_request_with_unkeyed_inputs_never_claims_nor_stores() -> None:
+    plan = plan_of("/item?item=1&utm_source=x")
+    assert not plan.storable
+    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[None]])
+    assert (served.outcome, served.rendered) == ("MISS", PAGE_R)
+    assert len(sent) == 2
+    assert isinstance(sent[1], Call)
+    fresh = make_page(CFG, PAGE_R, 300.0, 4e9)
+    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(fresh)]])
+    assert (served.outcome, len(sent)) == ("HIT", 1)
+    stale = make_page(CFG, PAGE_R, 1.0, 1000.0)
+    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(stale)]])
+    assert (served.outcome, served.page, len(sent)) == ("STALE", stale, 1)  # nobody renders
+    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[b"WPASS"]])
+    assert served.rendered is PAGE_R
+    assert policy.store_ttl(SETTINGS, plan, 200, OK) is None
+
+
 def test_a_response_not_storable_leaves_a_pass_note() -> None:
     plan = plan_of("/item?item=1")
     private = Rendered(200, OK, b"mine", None)
@@ -278,3 +441,38 @@ def test_a_response_not_storable_leaves_a_pass_note() -> None:
     served, sent = drive(pagecache.serve(CFG, plan, render_call(private)), [[b"WPASS"]])
     assert served.rendered is private
     assert len(sent) == 2
+
+
+def test_an_invalidation_sets_a_new_generation_that_expires() -> None:
+    plan = plan_of("/item?item=1")
+    life = pagecache.generation_life(CFG)
+    assert life == (10 + 300 + 60) * 1000  # lock lease + the longest page life
+    _, sent = drive(pagecache.invalidate_plan(CFG, plan), [[b"OK", 1, 1, 1]])
+    first = sent[0].commands[0]
+    _, sent = drive(pagecache.invalidate_item(CFG, "1"), [[b"OK", []], [1]])
+    second = sent[0].commands[0]
+    for command in (first, second):
+        assert command[:2] == ("SET", plan.shard.gen)
+        assert command[3:] == ("PX", life)
+    assert first[2] != second[2]  # never a value seen before: a counter would come back
+
+
+def test_a_wsgi_request_shows_its_body_headers() -> None:
+    from webtier.web.pagecache_wsgi import environ_request
+
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/",
+        "QUERY_STRING": "",
+        "CONTENT_LENGTH": "9",
+        "CONTENT_TYPE": "",
+        "HTTP_HOST": "shop.test",
+        "HTTP_X_FORWARDED_HOST": "evil",
+    }
+    request = environ_request(environ)
+    assert request.headers == {
+        "host": "shop.test",
+        "x-forwarded-host": "evil",
+        "content-length": "9",
+    }
+    assert HOME.plan(CFG, request).unkeyed == ("header x-forwarded-host", "header content-length")

@@ -2,9 +2,10 @@
 
 Layout, per shard (:class:`webtier._keys.PageShard`): one string per page
 (its copy, gzip-compressed when that pays), a render lock per page being
-rendered, a generation counter that every invalidation bumps, an index of
-the shard's pages and, per item, the set of its pages; index and sets hold
-each page's expiry, so they drop dead entries themselves.
+rendered, a generation that every invalidation replaces (a random value), an
+index of the shard's pages and, per item, the set of its pages; index and
+sets hold each page's expiry, so they drop dead entries themselves. Every
+key expires by itself.
 
 :func:`serve` answers one request: a lookup (one GET); on a miss, the
 admission read goes with the claim, and one render across all processes
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import secrets
 import struct
@@ -34,11 +36,13 @@ from webtier._protocol import Call, Gather, Op, Reply, Request, ScriptCall, read
 from webtier._scripts import Script
 from webtier.config import Config
 from webtier.errors import InvalidInput
-from webtier.pagerules import PageRequest, PageRules, Plan
+from webtier.pagerules import BOOK_RULES, PageRequest, PageRules, Plan
 
 CLAIM = Script.load("pagecache_claim")
 STORE = Script.load("pagecache_store")
 RELEASE = Script.load("pagecache_release")
+# Jitter from a generator of its own: the application's random state is its own.
+_JITTER = random.Random()
 
 Outcome = Literal["HIT", "MISS", "STALE"]
 
@@ -184,6 +188,8 @@ def lookup(cfg: Config, plan: Plan) -> Op[bytes | None]:
 
 def answer(cfg: Config, plan: Plan, render: Call, copy: bytes | None) -> Op[Served]:
     """:func:`serve` after its lookup found ``copy``."""
+    if not plan.storable:
+        return (yield from _unstored(render, copy))
     if copy is None:
         return (yield from _single_flight(cfg, plan, render))
     page = decode(copy)
@@ -192,6 +198,16 @@ def answer(cfg: Config, plan: Plan, render: Call, copy: bytes | None) -> Op[Serv
     if page.fresh(time.time()):
         return Served("HIT", page)
     return (yield from _revalidate(cfg, plan, render, page))
+
+
+def _unstored(render: Call, copy: bytes | None) -> Op[Served]:
+    """A request with inputs its key lacks: answered from the cache (fresh
+    or stale), else by a render of its own that is never stored. It takes
+    no lock and leaves no pass note: it cannot hold up other requests."""
+    page = None if copy is None else decode(copy)
+    if page is None:
+        return Served("MISS", rendered=(yield render))
+    return Served("HIT" if page.fresh(time.time()) else "STALE", page)
 
 
 def _claim(cfg: Config, plan: Plan, mode: str, token: str) -> Request:
@@ -298,13 +314,37 @@ def _render_and_store(
             yield _store(cfg, plan, token, generation, _PASS, settings.pass_ttl)
         return Served("MISS", rendered=rendered)
     now = time.time()
-    fresh = min(rendered.ttl, plan.ttl) * (1 - random.uniform(0, settings.jitter))
+    fresh = min(rendered.ttl, plan.ttl) * (1 - _JITTER.uniform(0, settings.jitter))
     page = make_page(cfg, rendered, fresh, now)
     yield _store(cfg, plan, token, generation, encode(page), fresh + settings.grace)
     return Served("MISS", page)
 
 
 # -- invalidation ---------------------------------------------------------------------------
+
+
+def generation_life(cfg: Config) -> int:
+    """Milliseconds a generation lives. Safety needs more than the lock
+    lease: a render stores only within its lease of its claim, so the fence
+    of an invalidation made during a render is still there when it stores.
+    The longest page life is added so that a generation outlives the pages
+    stored around it; at most one key per shard, it costs nothing."""
+    settings = cfg.pagecache
+    longest_page = max(settings.ttl + settings.grace, settings.pass_ttl)
+    return math.ceil((settings.lock_lease + longest_page) * 1000)
+
+
+def _new_generation(cfg: Config, shard: PageShard) -> tuple[str, str, str, str, int]:
+    """A new generation for ``shard``: a random value, never one seen before.
+
+    A counter would come back: expired, then bumped again, it would restart
+    at 1 and could meet the number a render in flight claimed with, letting
+    a page rendered before the invalidation be stored after it. A random
+    value expires safely: a render that claimed the old one (or none: "0")
+    is fenced by the new one for its whole lease, and a generation that
+    expires with nothing after it only fences renders (their page is then
+    rendered again), never lets one through. Sent twice, it sets the same value."""
+    return ("SET", shard.gen, secrets.token_hex(8), "PX", generation_life(cfg))
 
 
 def invalidate(
@@ -314,10 +354,11 @@ def invalidate(
     rules: PageRules | None = None,
 ) -> Op[None]:
     """Drop the cached page of a GET of ``url`` (with ``headers``, for the
-    route's vary headers) under ``rules`` (default: the book's)."""
+    route's vary headers and cookies) under ``rules`` (default: the book's,
+    :data:`~webtier.pagerules.BOOK_RULES`)."""
     if rules is not None and not isinstance(rules, PageRules):
         raise InvalidInput("rules", f"must be PageRules, not {type(rules).__name__}", rules)
-    plan = (rules or PageRules()).plan(cfg, PageRequest.from_url(url, headers))
+    plan = (rules or BOOK_RULES).plan(cfg, PageRequest.from_url(url, headers))
     if plan is None:
         raise InvalidInput("url", "is not cacheable under these rules", url)
     yield from invalidate_plan(cfg, plan)
@@ -327,7 +368,7 @@ def invalidate_plan(cfg: Config, plan: Plan) -> Op[None]:
     """Drop one page (one key: one URL with one set of vary header values)."""
     shard, digest = plan.shard, plan.digest
     commands: list[tuple[str | int | bytes, ...]] = [
-        ("INCR", shard.gen),  # fences a render of it in flight
+        _new_generation(cfg, shard),  # fences a render of it in flight
         ("UNLINK", shard.page(digest)),
         ("ZREM", shard.pages, digest),
     ]
@@ -341,7 +382,10 @@ def invalidate_item(cfg: Config, item: str) -> Op[int]:
     check_name("item", item)
     shard = cfg.keys.page_shard(shard_of(item, cfg.pagecache.shards))
     _, digests = yield write(
-        shard.route, ("INCR", shard.gen), ("ZRANGE", shard.item(item), 0, -1), idempotent=True
+        shard.route,
+        _new_generation(cfg, shard),
+        ("ZRANGE", shard.item(item), 0, -1),
+        idempotent=True,
     )
     yield from _drop(shard, [text(d) for d in digests], (shard.item(item),))
     return len(digests)
@@ -350,15 +394,15 @@ def invalidate_item(cfg: Config, item: str) -> Op[int]:
 def invalidate_all(cfg: Config) -> Op[int]:
     """Drop every cached page (of this prefix); returns how many there were.
 
-    Every shard's generation is bumped first, so a render in flight cannot
+    Every shard's generation is replaced first, so a render in flight cannot
     store a page from before the call."""
     shards = [cfg.keys.page_shard(n) for n in range(cfg.pagecache.shards)]
     replies = yield tuple(
-        write(s.route, ("INCR", s.gen), ("ZCARD", s.pages), idempotent=True) for s in shards
+        write(s.route, _new_generation(cfg, s), ("ZCARD", s.pages), idempotent=True) for s in shards
     )
     dropped = 0
     for shard, (_, count) in zip(shards, replies, strict=True):
-        left = int(count)  # bounded: pages stored after the bump may keep coming
+        left = int(count)  # bounded: pages stored after the new generation may keep coming
         while left > 0:
             (batch,) = yield read(shard.route, ("ZRANGE", shard.pages, 0, BATCH - 1))
             if not batch:

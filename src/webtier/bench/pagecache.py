@@ -34,7 +34,7 @@ from webtier.bench._loops import Loop
 from webtier.bench._page_app import BODY, serve
 from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import Config
-from webtier.pagerules import PageRequest, PageRules
+from webtier.pagerules import BOOK_RULES, PageRequest
 from webtier.testing import free_port
 
 TITLE = "webtier bench pagecache"
@@ -59,7 +59,7 @@ def _render() -> Rendered:
 def webtier_hit(url: str) -> Iterator[Loop]:
     with tier_on(url) as tier:
         tier.ranking.record_view("1")
-        plan = PageRules().plan(tier.config, PageRequest.from_url(URL))
+        plan = BOOK_RULES.plan(tier.config, PageRequest.from_url(URL))
         assert plan is not None
         serve_page, render = tier.pagecache.serve, Call(_render)
         serve_page(plan, render)  # stores it
@@ -91,7 +91,7 @@ def book_hit(book_url: str) -> Iterator[Loop]:
 @contextlib.contextmanager
 def bare_get(url: str) -> Iterator[Loop]:
     with tier_on(url) as tier, client_on(url) as conn:
-        plan = PageRules().plan(tier.config, PageRequest.from_url(URL))
+        plan = BOOK_RULES.plan(tier.config, PageRequest.from_url(URL))
         assert plan is not None
         tier.ranking.record_view("1")
         tier.pagecache.serve(plan, Call(_render))
@@ -148,7 +148,7 @@ def _library(h: Harness) -> list[Row]:
 
 
 def _page_key() -> str:
-    plan = PageRules().plan(Config(), PageRequest.from_url(URL))
+    plan = BOOK_RULES.plan(Config(), PageRequest.from_url(URL))
     assert plan is not None
     return plan.shard.page(plan.digest)
 

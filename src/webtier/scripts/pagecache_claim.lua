@@ -3,7 +3,8 @@
 --
 -- KEYS[1] = the page's cached copy
 -- KEYS[2] = the page's render lock (holds the holder's token, with a lease)
--- KEYS[3] = the shard's generation (bumped by invalidations)
+-- KEYS[3] = the shard's generation: a random value each invalidation sets
+--           (with a TTL); '0' when there is none
 -- ARGV[1] = 'miss': return the copy if there is one now (stored since the
 --           caller looked); 'stale': the caller has a stale copy, take the
 --           render regardless

@@ -3,7 +3,7 @@
 --
 -- KEYS[1] = the page's cached copy
 -- KEYS[2] = the page's render lock
--- KEYS[3] = the shard's generation
+-- KEYS[3] = the shard's generation (see pagecache_claim.lua)
 -- KEYS[4] = the shard's page index: zset digest -> expiry (ms)
 -- KEYS[5] = the item's page set: zset digest -> expiry (ms); ignored if ARGV[7] is '0'
 -- ARGV[1] = the token the lock was taken with

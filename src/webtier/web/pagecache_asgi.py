@@ -23,6 +23,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from webtier._deadline import time_limit
 from webtier._ops import pagecache
 from webtier._ops.pagecache import Outcome, Rendered, Served
 from webtier._protocol import Call
@@ -101,7 +102,7 @@ class _Render:
 class PageCacheMiddleware:
     """ASGI middleware answering cacheable requests from the page cache."""
 
-    def __init__(self, app: ASGIApp, tier: AsyncWebTier, rules: PageRules | None = None) -> None:
+    def __init__(self, app: ASGIApp, tier: AsyncWebTier, rules: PageRules) -> None:
         self.app, self.tier = app, tier
         self.policy = policy.Policy(tier.config, rules)
         self._recorder: AsyncRecorder | None = None
@@ -120,8 +121,10 @@ class PageCacheMiddleware:
             return
         render = _Render(self.app, scope, receive, send, plan, self.policy.settings)
         run = self.tier.transport.run
+        limit = self.policy.settings.time_limit
         try:
-            copy = await run(pagecache.lookup(self.tier.config, plan))
+            with time_limit(limit):
+                copy = await run(pagecache.lookup(self.tier.config, plan))
         except WebtierError as error:
             self.policy.outage.report(error)
             await self._done(Served("MISS", rendered=await render()), request, send)
@@ -138,14 +141,16 @@ class PageCacheMiddleware:
                 await self._done(Served("HIT", shared.page), request, send)
                 return
         future: asyncio.Future[Served | None] = asyncio.get_running_loop().create_future()
-        leading = copy is None and plan.digest not in self._inflight
+        # Only a render that may be stored leads: another's is its own.
+        leading = copy is None and plan.storable and plan.digest not in self._inflight
         if leading:
             self._inflight[plan.digest] = future
         served: Served | None = None
         try:
-            served = await run(
-                pagecache.answer(self.tier.config, plan, Call(_no_thread, render), copy)
-            )
+            with time_limit(limit):
+                served = await run(
+                    pagecache.answer(self.tier.config, plan, Call(_no_thread, render), copy)
+                )
         except WebtierError as error:
             self.policy.outage.report(error)
             served = Served("MISS", rendered=render.result or await render())

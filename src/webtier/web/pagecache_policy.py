@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from webtier._ops.pagecache import Outcome, Page, Rendered, stored_headers
 from webtier._throttle import Throttle
 from webtier.config import Config, PageCacheSettings
-from webtier.pagerules import PageRequest, PageRules, Plan
+from webtier.errors import ConfigError
+from webtier.pagerules import PageRequest, PageRules, Plan, cache_directives
 
 log = logging.getLogger("webtier.pagecache")
 
@@ -24,23 +25,15 @@ Headers = tuple[tuple[str, str], ...]
 COUNTERS = {"HIT": "pagecache:hit", "MISS": "pagecache:miss", "STALE": "pagecache:stale"}
 
 
-def _directives(value: str) -> dict[str, str]:
-    found = {}
-    for part in value.split(","):
-        name, _, arg = part.strip().partition("=")
-        if name:
-            found[name.lower()] = arg.strip().strip('"')
-    return found
-
-
 def store_ttl(
     settings: PageCacheSettings, plan: Plan, status: int, headers: Headers
 ) -> float | None:
     """Seconds the response may be cached for, or None if it must not be:
-    not a 200, sets a cookie, ``Cache-Control`` private/no-store/no-cache or
+    its request had inputs the key lacks (:attr:`Plan.unkeyed`), it is not
+    a 200, sets a cookie, has ``Cache-Control`` private/no-store/no-cache or
     ``max-age=0``, varies on a header the route did not declare, or has no
     ``Content-Length`` (streamed) or one over ``max_body``."""
-    if status != 200:
+    if status != 200 or not plan.storable:
         return None
     ttl = plan.ttl
     length = False
@@ -53,7 +46,7 @@ def store_ttl(
                 return None
             length = True
         elif name == "cache-control":
-            directives = _directives(value)
+            directives = cache_directives(value)
             if directives.keys() & {"private", "no-store", "no-cache"}:
                 return None
             for age in ("s-maxage", "max-age"):
@@ -123,14 +116,20 @@ def rendered_response(rendered: Rendered) -> tuple[int, list[tuple[str, str]], b
 class Policy:
     """What both middlewares hold: the rules, the settings, the outage log."""
 
-    def __init__(self, config: Config, rules: PageRules | None) -> None:
+    def __init__(self, config: Config, rules: PageRules) -> None:
+        if not isinstance(rules, PageRules):
+            raise ConfigError(f"the page cache needs its PageRules (got {rules!r})")
         self.config = config
-        self.rules = rules or PageRules()
+        self.rules = rules
         self.settings = config.pagecache
         self.outage = OutageLog(self.settings.error_interval)
+        self.unkeyed = UnkeyedLog(self.settings.error_interval)
 
     def plan(self, request: PageRequest) -> Plan | None:
-        return self.rules.plan(self.config, request)
+        plan = self.rules.plan(self.config, request)
+        if plan is not None and plan.unkeyed:
+            self.unkeyed.report(plan, request)
+        return plan
 
     def counter(self, outcome: Outcome) -> str | None:
         """The counter of an outcome, None when counting is off."""
@@ -150,6 +149,32 @@ class OutageLog:
                 "page cache: Redis unavailable, serving uncached (%s; %d more since last report)",
                 error,
                 count - 1,
+            )
+
+
+class UnkeyedLog:
+    """Says, at most once per interval, that requests carried a header or
+    cookie their page's key lacks: their renders are not stored. Behind a
+    proxy or load balancer that adds headers of its own, every render may be
+    lost this way until the headers are declared. Dropped query parameters
+    (utm_*...) are expected and not reported."""
+
+    def __init__(self, interval: float) -> None:
+        self._throttle = Throttle(interval)
+
+    def report(self, plan: Plan, request: PageRequest) -> None:
+        names = [n for n in plan.unkeyed if n.startswith(("header ", "cookie "))]
+        if not names:
+            return
+        if count := self._throttle.due():
+            log.info(
+                "page cache: %d request(s) carried inputs their page's key lacks; a render of "
+                "one is never stored (latest: %s, on %r); declare them in CacheRoute "
+                "vary / cookies / ignored_headers / ignored_cookies or "
+                "PageCacheSettings.proxy_headers",
+                count,
+                ", ".join(repr(n) for n in names),
+                request.path,
             )
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
 from typing import Any, TypeAlias
 
+from webtier._deadline import time_limit
 from webtier._ops import pagecache
 from webtier._ops.pagecache import Rendered, Served
 from webtier._protocol import Call
@@ -46,7 +47,12 @@ def environ_request(environ: Environ) -> PageRequest:
         for name, value in environ.items()
         if name.startswith("HTTP_")
     ]
-    pairs += [(n.replace("_", "-"), environ[n]) for n in ("CONTENT_TYPE",) if environ.get(n)]
+    # A GET with a body (a "fat GET") carries it: the body is an input too.
+    pairs += [
+        (n.replace("_", "-"), environ[n])
+        for n in ("CONTENT_TYPE", "CONTENT_LENGTH")
+        if environ.get(n)
+    ]
     headers = policy.lower_headers(pairs)
     host = (
         headers.get("host") or f"{environ.get('SERVER_NAME', '')}:{environ.get('SERVER_PORT', '')}"
@@ -127,7 +133,7 @@ class _Render:
 class WSGIPageCache:
     """WSGI middleware answering cacheable requests from the page cache."""
 
-    def __init__(self, app: WSGIApp, tier: WebTier, rules: PageRules | None = None) -> None:
+    def __init__(self, app: WSGIApp, tier: WebTier, rules: PageRules) -> None:
         self.app, self.tier = app, tier
         self.policy = policy.Policy(tier.config, rules)
         self.recorder: Recorder | None = (
@@ -141,7 +147,10 @@ class WSGIPageCache:
             return self.app(environ, start_response)
         render = _Render(self.app, environ, start_response, plan, self.policy.settings)
         try:
-            served = self.tier.transport.run(pagecache.serve(self.tier.config, plan, Call(render)))
+            with time_limit(self.policy.settings.time_limit):
+                served = self.tier.transport.run(
+                    pagecache.serve(self.tier.config, plan, Call(render))
+                )
         except WebtierError as error:
             self.policy.outage.report(error)
             served = Served("MISS", rendered=render.result or render())
