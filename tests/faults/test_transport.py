@@ -1,0 +1,67 @@
+"""What the transport reports when the link breaks at the worst moment, over
+TCP and TLS, through the sync and the asyncio API: a write is never applied
+twice, never reported "not applied" when it may have been, and never
+reported "maybe applied" when it provably was not sent."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import webtier
+from tests.faults.servers import Certificate, start_server
+from webtier.config import Config
+from webtier.testing import RedisServer
+
+pytestmark = pytest.mark.faults
+
+NOW = 1_700_000_000
+
+
+@pytest.fixture(params=["tcp", "tls"])
+def server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
+    tls: Certificate | None = None
+    if request.param == "tls":
+        tls = request.getfixturevalue("certificate")
+    with start_server(tls=tls) as running:
+        yield running
+
+
+async def call(value: Any) -> Any:
+    return await value if asyncio.iscoroutine(value) else value
+
+
+@contextlib.asynccontextmanager
+async def tier_on(server: RedisServer, api: str, prefix: str) -> Any:
+    if api == "sync":
+        client = webtier.connect(server.url)
+        try:
+            yield webtier.WebTier(client, Config(prefix=prefix))
+        finally:
+            webtier.disconnect(client)
+    else:
+        aclient = webtier.connect_async(server.url)
+        try:
+            yield webtier.AsyncWebTier(aclient, Config(prefix=prefix))
+        finally:
+            await aclient.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("api", ["sync", "async"])
+async def test_a_write_after_a_restart_goes_on_a_new_connection_once(
+    server: RedisServer, api: str
+) -> None:
+    # The kept connection was closed by the server that died: the write must
+    # find that out before it is written, not report "maybe applied".
+    async with tier_on(server, api, "re") as tier:
+        await call(tier.counters.record("hits", now=NOW))
+        server.kill()
+        server.launch()  # empty: no persistence
+        await asyncio.sleep(0.2)  # the closed socket's EOF reaches the client
+        await call(tier.counters.record("hits", now=NOW))
+        assert await call(tier.counters.get("hits", 1)) == [(NOW, 1)]
