@@ -22,6 +22,8 @@ from webtier.config import Config, RetryPolicy
 from webtier.embedded import find_redis_server
 from webtier.testing import RedisCluster, RedisServer
 
+pytestmark = pytest.mark.faults
+
 NOW = 1_700_000_000
 
 

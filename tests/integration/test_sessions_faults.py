@@ -12,6 +12,8 @@ from tests.integration.test_faults import stall
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer
 
+pytestmark = pytest.mark.faults
+
 
 @pytest.fixture
 def server() -> Iterator[RedisServer]:
