@@ -744,15 +744,19 @@ class WebPages(Workload):
 
 
 class Rows(Workload):
-    """A writer updates a row in SQLite and invalidates it; readers (sync
-    and asyncio, reading through) and a worker (refreshing it every 50 ms)
-    run meanwhile: no read returns a version older than the last
-    invalidation that returned before it began."""
+    """A writer updates a row in the database (SQLite here) and invalidates
+    it; readers (sync and asyncio, reading through) and a worker (refreshing
+    it every 50 ms) run meanwhile: no read returns a version older than the
+    last invalidation that returned before it began. While the database is
+    down, steps that need it say so ("db-down")."""
 
     capability = "rows"
 
+    def make_engine(self) -> sa.Engine:
+        return sa.create_engine(f"sqlite:///{self.env.tmp / 'shop.db'}")
+
     def setup(self) -> None:
-        self.engine = sa.create_engine(f"sqlite:///{self.env.tmp / 'shop.db'}")
+        self.engine = self.make_engine()
         self.source: SqlSource = seed(self.engine, 50)
         rows = self.cfg.rows
 
@@ -764,7 +768,8 @@ class Rows(Workload):
         self.version = 0
         set_stock(self.engine, self.row, 0)
         self.floor = 0  # the version whose invalidation was acknowledged
-        self.pending = False
+        self.pending = False  # a version written (or being written), not yet invalidated
+        self.committed = False
         self.tier.rows.schedule(self.source, self.row, 0.05)
         self.stale: list[str] = []
         self.wrong: list[str] = []
@@ -784,8 +789,13 @@ class Rows(Workload):
     def write(self) -> str:
         if not self.pending:
             self.version += 1
-            set_stock(self.engine, self.row, self.version)  # committed
-            self.pending = True
+            self.pending, self.committed = True, False
+        if not self.committed:
+            try:
+                set_stock(self.engine, self.row, self.version)  # then committed
+            except sa.exc.DBAPIError:
+                return "db-down"  # written again (the same version) next time
+            self.committed = True
         self.tier.rows.invalidate(self.source, self.row)
         self.floor, self.pending = self.version, False
         return "ok"
@@ -801,15 +811,25 @@ class Rows(Workload):
 
     def read(self) -> str:
         floor = self.floor
-        return self._judge(floor, self.tier.rows.get(self.source, self.row, load=True), "read")
+        try:
+            row = self.tier.rows.get(self.source, self.row, load=True)
+        except webtier.SourceError:
+            return "db-down"
+        return self._judge(floor, row, "read")
 
     async def aread(self) -> str:
         floor = self.floor
-        row = await self.atier.rows.get(self.source, self.row, load=True)
+        try:
+            row = await self.atier.rows.get(self.source, self.row, load=True)
+        except webtier.SourceError:
+            return "db-down"
         return self._judge(floor, row, "read-async")
 
     def refresh(self) -> str:
-        self.tier.rows.refresh_due([self.source])
+        try:
+            self.tier.rows.refresh_due([self.source])
+        except webtier.SourceError:
+            return "db-down"
         return "ok"
 
     def check(self) -> Verdict:
