@@ -39,14 +39,14 @@ class Figures:
             cells[key].extend(row.get("recovery", {}).values())
             for name, value in row.get("outcomes", {}).items():
                 counts[key][name] += value
-        lines = [f"{'capability':<22} {'fault':<16} {'recovery ms (median / max)':<28} outcomes"]
+        lines = [f"{'capability':<12} {'fault':<24} {'recovery ms (median / max)':<28} outcomes"]
         for (capability, fault), seconds in sorted(cells.items()):
             if seconds:
                 shown = f"{statistics.median(seconds) * 1000:.0f} / {max(seconds) * 1000:.0f}"
             else:
                 shown = "-"
             tally = ", ".join(f"{k} {v}" for k, v in sorted(counts[(capability, fault)].items()))
-            lines.append(f"{capability:<22} {fault:<16} {shown:<28} {tally}")
+            lines.append(f"{capability:<12} {fault:<24} {shown:<28} {tally}")
         return lines
 
 

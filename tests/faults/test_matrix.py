@@ -24,12 +24,10 @@ table (see conftest).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import BINARIES
 from tests.faults.drivers import STANDALONE_FAULTS, Failover, Target, serving
 from tests.faults.figures import Figures
 from tests.faults.runner import run
@@ -48,13 +46,6 @@ def test_a_capability_survives_a_fault_of_its_server(
     with start_server(*DURABLE) as server:
         target = Target(server.url, server)
         run([CAPABILITIES[capability]], STANDALONE_FAULTS[fault], target, tmp_path, figures)
-
-
-@pytest.fixture(scope="module")
-def replicated() -> Iterator[RedisCluster]:
-    """3 masters with a replica each, failing over 2 s after a master goes silent."""
-    with RedisCluster.start(BINARIES["standalone"], node_timeout=2000) as running:
-        yield running
 
 
 def test_every_capability_survives_a_master_failover(

@@ -7,16 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import webtier
-from tests.faults.servers import Certificate, start_server
+from tests.faults.drivers import STANDALONE_FAULTS, Target
+from tests.faults.figures import Figures
+from tests.faults.runner import run
+from tests.faults.servers import DURABLE, Certificate, start_server
+from tests.faults.workloads import Counters, Sessions
 from webtier.config import Config
 from webtier.testing import RedisServer
 
@@ -102,3 +108,17 @@ async def test_an_idempotent_write_cut_off_after_it_was_sent_is_maybe_applied(
                 break
             await asyncio.sleep(0.02)
         assert cart in ({"hat": 1}, {"hat": 2})
+
+
+@pytest.mark.parametrize("fault", ["kill-9+restart", "client-kill", "sigstop"])
+def test_counters_and_sessions_survive_faults_over_tls(
+    fault: str, certificate: Certificate, tmp_path: Path, figures: Figures
+) -> None:
+    # The sync transport checks a kept TLS connection with redis-py's
+    # can_read (poll cannot see what TLS buffers): reconnects after a
+    # restart or a kill work, and no increment is applied twice.
+    chosen = copy.copy(STANDALONE_FAULTS[fault])
+    chosen.name = f"{fault} (tls)"
+    with start_server(*DURABLE, tls=certificate) as server:
+        assert server.url.startswith("rediss://")
+        run([Counters, Sessions], chosen, Target(server.url, server), tmp_path, figures)
