@@ -4,28 +4,17 @@ end of the run and written to ``.pytest_figures/faults.json``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import BINARIES
 from tests.faults.figures import FIGURES, Figures
 from tests.faults.servers import Certificate, make_certificate
-from webtier.testing import RedisCluster
 
 
 @pytest.fixture(scope="session")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> Certificate:
     return make_certificate(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture(scope="session")
-def replicated() -> Iterator[RedisCluster]:
-    """3 masters with a replica each, failing over 2 s after a master goes
-    silent; tests that fail a master over leave it whole again."""
-    with RedisCluster.start(BINARIES["standalone"], node_timeout=2000) as running:
-        yield running
 
 
 @pytest.fixture(scope="session")
