@@ -51,3 +51,43 @@ class Figures:
 
 
 FIGURES = Figures()
+
+
+def markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """The matrix as docs/reliability.md shows it: per capability and fault,
+    steps run, what they were told, recovery (ms, median / max of its loads)."""
+    faults = ["kill-9+restart", "sigstop", "pause-write", "pause-all", "client-kill", "failover"]
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        fault = row.get("fault", "")
+        if fault not in faults or not row.get("recovery") or not row.get("outcomes"):
+            continue
+        seconds = list(row["recovery"].values())
+        outcomes = row.get("outcomes", {})
+        cells[(row["capability"], fault)] = {
+            "steps": sum(outcomes.values()),
+            "unknown": outcomes.get("unknown", 0) + outcomes.get("partial", 0),
+            "failed": outcomes.get("unavailable", 0),
+            "recovery": (statistics.median(seconds) * 1000, max(seconds) * 1000),
+        }
+    lines = ["| capability | " + " | ".join(faults) + " |", "|---" * (len(faults) + 1) + "|"]
+    for capability in sorted({c for c, _ in cells}):
+        shown = []
+        for fault in faults:
+            cell = cells.get((capability, fault))
+            if cell is None:
+                shown.append("-")
+                continue
+            median, most = cell["recovery"]
+            shown.append(
+                f"{median:.0f} / {most:.0f} ms ({cell['steps']} steps, "
+                f"{cell['failed']} failed, {cell['unknown']} unknown)"
+            )
+        lines.append(f"| {capability} | " + " | ".join(shown) + " |")
+    return lines
+
+
+if __name__ == "__main__":  # python -m tests.faults.figures .pytest_figures/faults.json
+    import sys
+
+    print("\n".join(markdown(json.loads(Path(sys.argv[1]).read_text())["rows"])))
