@@ -40,6 +40,7 @@ from webtier._keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRules
+from webtier.sessions import UnknownSession
 from webtier.sqlsource import SqlSource
 from webtier.web._sessions import SessionOptions, encode
 from webtier.web.pagecache_asgi import PageCacheMiddleware
@@ -434,10 +435,10 @@ class Sessions(Workload):
     def step(self) -> str:
         shopper, tier = self.shoppers["sync"], self.tier
         i = next(shopper.steps)
-        token = shopper.rng.choice(shopper.live)
-        if i % 10 == 0:
+        if i % 10 == 0 or not shopper.live:
             shopper.live.append(tier.sessions.new())
             return "ok"
+        token = shopper.rng.choice(shopper.live)
         if i % 10 == 5:
             count = next(shopper.counts)
             try:
@@ -462,7 +463,7 @@ class Sessions(Workload):
             shopper.live.remove(token)
             shopper.lines.pop(token, None)
             raise
-        except webtier.sessions.UnknownSession:
+        except UnknownSession:
             return self._touched(shopper, token, False)
         shopper.live.remove(token)
         shopper.dead.append(token)
@@ -474,10 +475,10 @@ class Sessions(Workload):
     async def astep(self) -> str:
         shopper, tier = self.shoppers["async"], self.atier
         i = next(shopper.steps)
-        token = shopper.rng.choice(shopper.live)
-        if i % 10 == 0:
+        if i % 10 == 0 or not shopper.live:
             shopper.live.append(await tier.sessions.new())
             return "ok"
+        token = shopper.rng.choice(shopper.live)
         if i % 10 == 5:
             count = next(shopper.counts)
             try:

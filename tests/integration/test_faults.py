@@ -93,7 +93,9 @@ def test_reads_ride_out_a_short_stall(server: RedisServer) -> None:
 
 
 def test_a_restart_mid_load_fails_cleanly_and_recovers(server: RedisServer) -> None:
-    tier = webtier.WebTier(server.client(socket_timeout=1), Config(prefix="restart"))
+    # webtier.connect: a plain client retries inside connect (4 tries, growing
+    # backoff), which made a down server take seconds a call.
+    tier = webtier.WebTier(webtier.connect(server.url, socket_timeout=1), Config(prefix="restart"))
 
     def record() -> str:
         tier.counters.record("hits", 1, now=NOW)
