@@ -81,6 +81,15 @@ def cluster() -> Iterator[RedisCluster]:
         yield running
 
 
+@pytest.fixture(scope="session")
+def replicated() -> Iterator[RedisCluster]:
+    """A Cluster of the fault tests': 3 masters with a replica each, failing
+    over 2 s after a master goes silent. A test that kills a master leaves
+    the Cluster whole again (the master back, as a replica)."""
+    with RedisCluster.start(BINARIES["standalone"], node_timeout=2000) as running:
+        yield running
+
+
 @pytest.fixture(params=TARGETS)
 def target(request: pytest.FixtureRequest) -> str:
     return str(request.param)

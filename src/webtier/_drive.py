@@ -20,6 +20,7 @@ import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import redis
@@ -335,24 +336,42 @@ async def _apipe(
     return Outcome(replies)
 
 
+async def _ready(conn: Any) -> None:
+    """Connect ``conn``, first closing it if the server closed it (a restart)
+    or data waits on it, so that such a failure stays "not sent" and a write
+    is never wrongly reported as maybe applied."""
+    if conn.is_connected:
+        try:
+            stale = await conn.can_read()  # data or EOF waiting: no read made
+        except _IO_ERRORS:
+            stale = True
+        if stale:
+            await conn.disconnect()
+    await conn.connect()
+
+
 async def _acquire_checked(node: Any) -> Any:
-    """A connection of a cluster node, ready for a write. The node's free
-    list hands connections out unchecked, where the single-server pool checks
-    them: one the server closed (a restart) or with data waiting is
-    reconnected before anything is written, so that such a failure stays
-    "not sent" and a write is never wrongly reported as maybe applied."""
+    """A connection of a cluster node, ready for a write (the node's free
+    list hands connections out unchecked)."""
     conn = node.acquire_connection()
     try:
-        if conn.is_connected:
-            try:
-                stale = await conn.can_read()  # data or EOF waiting: no read made
-            except _IO_ERRORS:
-                stale = True
-            if stale:
-                await conn.disconnect()
-        await conn.connect()
+        await _ready(conn)
     except BaseException:
         node.release(conn)
+        raise
+    return conn
+
+
+async def _acquire_pooled(pool: Any) -> Any:
+    """A connection of a single server's pool, ready for a write. redis-py's
+    pool checks the connections it hands out only while its maintenance
+    notifications are off, and they are on ("auto") by default: so a
+    connection the server closed would be written on."""
+    conn = await pool.get_connection()
+    try:
+        await _ready(conn)
+    except BaseException:
+        await pool.release(conn)
         raise
     return conn
 
@@ -408,7 +427,9 @@ class AsyncTransport:
             if not commands:
                 return []
             pool = self._pool
-            first = await _apipeline(pool.get_connection, pool.release, flat(commands), budget)
+            first = await _apipeline(
+                partial(_acquire_pooled, pool), pool.release, flat(commands), budget
+            )
             done = settled(step, first, commands)
             if done is not NOT_DONE:
                 return done
@@ -460,7 +481,9 @@ class AsyncTransport:
     async def _send(self, send: Send, budget: Budget | None) -> Outcome:
         if self._cluster is None:
             pool = self._pool
-            return await _apipeline(pool.get_connection, pool.release, send.commands, budget)
+            return await _apipeline(
+                partial(_acquire_pooled, pool), pool.release, send.commands, budget
+            )
         failed = await self._initialized(budget)
         if failed is not None:
             return _late(Outcome([], failed, delivered=False), budget)

@@ -43,12 +43,14 @@ class Request:
     ``route`` is any key of the request, or its ``prefix:{tag}`` part: it
     picks the cluster node. ``idempotent`` says whether sending the commands
     twice leaves the same state as sending them once; only then may a request
-    whose reply was lost be sent again.
+    whose reply was lost be sent again. ``writes`` is False for a read (see
+    :func:`read`): one that reached Redis and lost its reply changed nothing.
     """
 
     route: str
     commands: tuple[Command | ScriptCall, ...]
     idempotent: bool
+    writes: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +98,7 @@ Op: TypeAlias = Generator[Step | Call, Any, T]
 
 
 def read(route: str, *commands: Command | ScriptCall) -> Request:
-    return Request(route, commands, idempotent=True)
+    return Request(route, commands, idempotent=True, writes=False)
 
 
 def write(route: str, *commands: Command | ScriptCall, idempotent: bool) -> Request:

@@ -15,7 +15,9 @@ failures, so the sync and asyncio executors stay a few lines each:
   of idempotent requests. For the others the outcome is unknown and
   :class:`~webtier.errors.OutcomeUnknown` is raised: webtier never risks
   applying an increment twice. redis-py's own retry would re-send it; webtier
-  bypasses it by talking to connections directly.
+  bypasses it by talking to connections directly. An idempotent write that
+  runs out of tries or time after one of them reached Redis is
+  ``OutcomeUnknown`` too: plain ``RedisUnavailable`` always means not applied.
 """
 
 from __future__ import annotations
@@ -160,6 +162,8 @@ class _Item:
     route: str
     call: Command | ScriptCall
     idempotent: bool
+    writes: bool = True  # False for a read: a read that reached Redis changed nothing
+    sent: bool = False  # a try reached Redis and its reply was lost: maybe applied
     node: Any = None  # handle of the node that serves ``route``, once located
     load: bool = False  # send SCRIPT LOAD before it (the node answered NOSCRIPT)
     ask: Address | None = None  # send it to this node after ASKING
@@ -317,7 +321,7 @@ def _recover(
     # complete gets its error in place of its replies.
     results: list[Any] = [[None] * len(r.commands) for r in requests]
     pending = [
-        _Item(i, j, r.route, c, r.idempotent)
+        _Item(i, j, r.route, c, r.idempotent, r.writes)
         for i, r in enumerate(requests)
         for j, c in enumerate(r.commands)
     ]
@@ -347,22 +351,13 @@ def _recover(
         if waits:
             failures += 1
             if failures > policy.attempts:
-                _fail(
-                    results,
-                    pending,
-                    RedisUnavailable(f"no answer after {failures} tries: {cause}"),
-                    cause,
-                )
+                _give_up(results, pending, f"no answer after {failures} tries: {cause}", cause)
                 break
         else:
             redirects += 1
             if redirects > _MAX_REDIRECTS:
-                _fail(
-                    results,
-                    pending,
-                    RedisUnavailable(f"gave up after {redirects} redirections: {cause}"),
-                    cause,
-                )
+                why = f"gave up after {redirects} redirections: {cause}"
+                _give_up(results, pending, why, cause)
                 break
         if fixes & {_Fix.REFRESH, _Fix.BACKOFF_REFRESH}:
             yield Refresh()
@@ -438,6 +433,8 @@ def _broken(
         return error
     out_of_time = isinstance(error, TimeLimitReached)
     for item in unread:
+        if outcome.delivered:
+            item.sent = True
         if outcome.delivered and not item.idempotent:
             lost = OutcomeUnknown(
                 f"the reply to a write was lost ({error}); it may or may not have been "
@@ -445,11 +442,30 @@ def _broken(
             )
             _fail(results, [item], lost, error)
         elif out_of_time:  # no try is left to make
-            _fail(results, [item], RedisUnavailable(str(error)), error)
+            _give_up(results, [item], str(error), error)
         else:
             again.append(item)
     fixes.add(_Fix.BACKOFF_REFRESH)
     return error
+
+
+def _give_up(
+    results: list[Any], items: Sequence[_Item], why: str, cause: BaseException | None
+) -> None:
+    """Fail ``items``, out of tries or time. A request of idempotent writes
+    one of whose tries reached Redis (its reply lost) may have been applied,
+    even if the server hung or restarted after: "not applied" would be false,
+    so it gets ``OutcomeUnknown`` (and is safe to repeat)."""
+    maybe = {item.req for item in items if item.sent and item.writes}
+    for item in items:
+        if item.req in maybe:
+            error: WebtierError = OutcomeUnknown(
+                f"{why}; a try of this write reached Redis and its reply was lost, so it "
+                "may have been applied (it is safe to repeat)"
+            )
+        else:
+            error = RedisUnavailable(why)
+        _fail(results, [item], error, cause)
 
 
 def _group(pending: list[_Item], single: bool) -> Generator[Action, Any, list[list[_Item]]]:

@@ -48,10 +48,14 @@ class RedisUnavailable(WebtierError):
 
 
 class OutcomeUnknown(RedisUnavailable):
-    """A write that is not safe to repeat was sent, but its reply was lost.
+    """A write was sent, but its reply was lost: it may or may not have been
+    applied.
 
-    It may or may not have been applied. webtier never re-sends such a write
-    (a counter increment, for one), so it is applied at most once.
+    webtier never re-sends a write that is not safe to repeat (a counter
+    increment, for one), so it is applied at most once. An idempotent write
+    (a cart line's count, an invalidation) was tried again until the retries
+    or the time limit ran out; it too may have been applied (a hung server
+    runs what it had read once it resumes), and repeating it is safe.
     """
 
 

@@ -22,6 +22,8 @@ from webtier.config import Config, RetryPolicy
 from webtier.embedded import find_redis_server
 from webtier.testing import RedisCluster, RedisServer
 
+pytestmark = pytest.mark.faults
+
 NOW = 1_700_000_000
 
 
@@ -91,7 +93,9 @@ def test_reads_ride_out_a_short_stall(server: RedisServer) -> None:
 
 
 def test_a_restart_mid_load_fails_cleanly_and_recovers(server: RedisServer) -> None:
-    tier = webtier.WebTier(server.client(socket_timeout=1), Config(prefix="restart"))
+    # webtier.connect: a plain client retries inside connect (4 tries, growing
+    # backoff), which made a down server take seconds a call.
+    tier = webtier.WebTier(webtier.connect(server.url, socket_timeout=1), Config(prefix="restart"))
 
     def record() -> str:
         tier.counters.record("hits", 1, now=NOW)
@@ -145,10 +149,9 @@ def test_the_embedded_default_and_a_6_2_server_agree() -> None:
 # -- Redis Cluster failovers ------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def own_cluster() -> Iterator[RedisCluster]:
-    with RedisCluster.start(node_timeout=2000) as running:
-        yield running
+@pytest.fixture
+def own_cluster(replicated: RedisCluster) -> RedisCluster:
+    return replicated  # the suite's Cluster with replicas, shared by the fault tests
 
 
 def _owner_and_replica(cluster: RedisCluster, key: str) -> tuple[RedisServer, RedisServer]:
@@ -190,17 +193,21 @@ def test_a_killed_master_is_replaced_and_writes_resume(own_cluster: RedisCluster
     with owner.client() as node:
         assert node.execute_command("WAIT", 1, 2000) == 1  # the write reached the replica
     owner.kill()
-    failures = 0
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            tier.counters.record("hits", 1, now=NOW)
-            break
-        except webtier.RedisUnavailable:
-            failures += 1
-            assert time.monotonic() < deadline, "the cluster never recovered"
-            time.sleep(0.2)
-    assert failures > 0
-    samples = tier.counters.get("hits", 1)
-    assert samples == [(NOW, 2)]  # the replica had the first write; no double apply
-    webtier.disconnect(client)
+    try:
+        failures = 0
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                tier.counters.record("hits", 1, now=NOW)
+                break
+            except webtier.RedisUnavailable:
+                failures += 1
+                assert time.monotonic() < deadline, "the cluster never recovered"
+                time.sleep(0.2)
+        assert failures > 0
+        samples = tier.counters.get("hits", 1)
+        assert samples == [(NOW, 2)]  # the replica had the first write; no double apply
+    finally:
+        webtier.disconnect(client)
+        owner.launch()  # back as a replica: the shared Cluster whole again
+        own_cluster.wait_healthy()

@@ -20,6 +20,8 @@ from webtier.pgserver import PostgresServer
 from webtier.testing import RedisServer
 from webtier.workers import JOBS, Worker
 
+pytestmark = pytest.mark.faults
+
 
 @pytest.fixture
 def server() -> Iterator[RedisServer]:

@@ -12,6 +12,8 @@ from tests.integration.test_faults import stall
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer
 
+pytestmark = pytest.mark.faults
+
 
 @pytest.fixture
 def server() -> Iterator[RedisServer]:
@@ -67,7 +69,9 @@ def test_a_login_during_a_stall_is_whole_or_not_at_all(server: RedisServer, atte
 def test_a_restart_ends_sessions_cleanly_and_strict_touch_does_not_revive_them(
     server: RedisServer,
 ) -> None:
-    tier = webtier.WebTier(server.client(socket_timeout=1), Config(prefix="restart"))
+    # webtier.connect: a plain client retries inside connect (4 tries, growing
+    # backoff), which made a down server take seconds a call.
+    tier = webtier.WebTier(webtier.connect(server.url, socket_timeout=1), Config(prefix="restart"))
     token = tier.sessions.new(user="alice")
 
     def touch() -> str:

@@ -16,6 +16,8 @@ from webtier import timing
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer
 
+pytestmark = pytest.mark.faults
+
 ACCESS = "AccessTime"
 
 
@@ -92,7 +94,9 @@ def test_when_redis_is_away_the_block_still_succeeds_and_it_is_logged(
 ) -> None:
     monkeypatch.setattr(timing, "FAILURES", timing.FailureLog())
     policy = webtier.RetryPolicy(attempts=0)
-    tier = webtier.WebTier(stopped_server.client(), webtier.Config(retry=policy))
+    # webtier.connect: no redis-py retry inside connect (a plain client tries 4 times)
+    client = webtier.connect(stopped_server.url)
+    tier = webtier.WebTier(client, webtier.Config(retry=policy))
     with caplog.at_level(logging.WARNING, logger="webtier.stats"):
         for _ in range(3):
             with tier.stats.access_time("/down"):
