@@ -236,11 +236,6 @@ def test_a_write_confirmed_by_wait_survives_a_failover(
     assert stored == sure
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="row tickets come from a per-shard counter: a ticket handed out just "
-    "before a failover (its INCR not replicated) is handed out again after it",
-)
 def test_a_row_load_from_before_a_failover_never_stores_over_a_newer_one(
     replicated: RedisCluster, tmp_path: Path
 ) -> None:

@@ -1,6 +1,6 @@
-"""Races the fault matrix found in code its author does not own, each
-replayed deterministically. Marked xfail (strict) until fixed: a fix turns
-it into a failure that asks for the mark to go."""
+"""Races the fault matrix found in the page cache, each replayed
+deterministically: a page stored during an invalidation of its item, and a
+claim sent again after its reply was lost."""
 
 from __future__ import annotations
 
@@ -31,11 +31,6 @@ def server() -> Iterator[RedisServer]:
         yield running
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="invalidate_item's second round trip deletes the item's whole page index, "
-    "including pages stored after its first one: later invalidations miss them",
-)
 def test_a_page_stored_during_invalidate_item_is_dropped_by_the_next(server: RedisServer) -> None:
     client = webtier.connect(server.url)
     tier = webtier.WebTier(client, Config(prefix="race"))
@@ -85,11 +80,6 @@ def resumed(op: Any, replies: Any) -> Any:
         return done.value
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a claim sent again after its reply was lost finds its own lock and waits "
-    "for it: the request renders uncached after lock_wait, the page stays unstored",
-)
 def test_a_claim_whose_reply_was_lost_still_renders_and_stores(server: RedisServer) -> None:
     # The lookup answers (a miss); then the server stalls while the claim is
     # sent: its reply is lost, it is sent again (it is idempotent), and the

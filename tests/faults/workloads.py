@@ -534,7 +534,7 @@ HOSTS = {"flask": "flask.test", "wsgi": "wsgi.test", "asgi": "asgi.test"}  # one
 
 
 def page_rules() -> PageRules:
-    return PageRules(routes=(CacheRoute("/"),))  # and the book's item pages
+    return PageRules(routes=(CacheRoute("/"), CacheRoute("/item", item_pages=True)))
 
 
 def home_text(user: str | None) -> str:

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 import webtier
 from webtier import shopdb
 from webtier._keys import shard_of
-from webtier._ops.rows import FILL, bookkeeping_ms
+from webtier._ops.rows import FILL, bookkeeping_ms, nonce
 from webtier._protocol import ScriptCall, text
 from webtier.config import Config
 from webtier.rowsource import Row, Source
@@ -68,7 +68,7 @@ def take_load(
     never store: the reader died (or stalls). Returns its ticket."""
     shard = config.keys.row_shard(source, shard_of(key, config.rows.shards))
     keys = (shard.fill, shard.lease, shard.seq, shard.row(key))
-    args = (key, lease_ms, "miss", bookkeeping_ms(config.rows))
+    args = (key, lease_ms, "miss", bookkeeping_ms(config.rows), nonce())
     kind, ticket = run_script(redis_url, ScriptCall(FILL, keys, args))
     assert kind == b"load"
     return text(ticket)

@@ -3,6 +3,7 @@ make of what comes back."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -88,7 +89,11 @@ def test_a_round_claims_every_shard_loads_once_and_stores_with_the_tickets() -> 
     assert [r.route for r in step.requests] == [shard("4").route, shard("1").route]
     assert not any(r.idempotent for r in step.requests)
     # batch, lease (ms), due by (now), the ttl of the loads' bookkeeping (ms)
-    assert {r.commands[0].args for r in step.requests} == {(3, 10_000, "", 86_400_000)}  # type: ignore[union-attr]
+    args = {r.commands[0].args for r in step.requests}  # type: ignore[union-attr]
+    # One round: one nonce (random) ends every ticket its claims hand out.
+    ((*settings, nonce),) = args
+    assert settings == [3, 10_000, "", 86_400_000]
+    assert re.fullmatch(r"-[0-9a-f]{8}", nonce)
     step = op.send(
         [
             claim_reply(1000, 5000, [("4", 8, 950)], []),
@@ -177,7 +182,8 @@ def test_a_read_through_takes_its_ticket_with_the_bookkeeping_ttl() -> None:
     assert call.script is rows.FILL
     s = shard("2")
     assert call.keys == (s.fill, s.lease, s.seq, s.row("2"))
-    assert call.args == ("2", 5000, "miss", 86_400_000)
+    assert call.args[:4] == ("2", 5000, "miss", 86_400_000)
+    assert re.fullmatch(r"-[0-9a-f]{8}", str(call.args[4]))  # a nonce of its own
 
 
 def test_a_full_shard_asks_for_another_round_at_once() -> None:

@@ -387,7 +387,7 @@ def invalidate_item(cfg: Config, item: str) -> Op[int]:
         ("ZRANGE", shard.item(item), 0, -1),
         idempotent=True,
     )
-    yield from _drop(shard, [text(d) for d in digests], (shard.item(item),))
+    yield from _drop(shard, [text(d) for d in digests], shard.item(item))
     return len(digests)
 
 
@@ -407,22 +407,22 @@ def invalidate_all(cfg: Config) -> Op[int]:
             (batch,) = yield read(shard.route, ("ZRANGE", shard.pages, 0, BATCH - 1))
             if not batch:
                 break
-            yield from _drop(shard, [text(d) for d in batch], ())
+            yield from _drop(shard, [text(d) for d in batch], None)
             left -= len(batch)
             dropped += len(batch)
     return dropped
 
 
-def _drop(shard: PageShard, digests: Sequence[str], also: Sequence[str]) -> Op[None]:
-    for start in range(0, max(len(digests), 1), BATCH):
+def _drop(shard: PageShard, digests: Sequence[str], index: str | None) -> Op[None]:
+    """Drop these pages, and their entries in the shard's page index and in
+    ``index`` (an item's pages). Only the entries read: a page stored since
+    stays listed, for the next invalidation to find."""
+    for start in range(0, len(digests), BATCH):
         chunk = digests[start : start + BATCH]
-        commands: list[tuple[str | bytes | int, ...]] = []
-        if chunk:
-            commands += [
-                ("UNLINK", *(shard.page(d) for d in chunk)),
-                ("ZREM", shard.pages, *chunk),
-            ]
-        if start + BATCH >= len(digests) and also:
-            commands.append(("UNLINK", *also))
-        if commands:
-            yield write(shard.route, *commands, idempotent=True)
+        commands: list[tuple[str | bytes | int, ...]] = [
+            ("UNLINK", *(shard.page(d) for d in chunk)),
+            ("ZREM", shard.pages, *chunk),
+        ]
+        if index is not None:
+            commands.append(("ZREM", index, *chunk))
+        yield write(shard.route, *commands, idempotent=True)

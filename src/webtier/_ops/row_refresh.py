@@ -20,6 +20,7 @@ from webtier._ops.rows import (
     CLAIM,
     bookkeeping_ms,
     first_line,
+    nonce,
     release_request,
     store_request,
     to_ms,
@@ -131,6 +132,7 @@ def refresh_round(
         to_ms(settings.lease),
         "" if upto is None else upto,
         bookkeeping_ms(settings),
+        nonce(),
     )
     replies = yield Gather(
         tuple(

@@ -20,6 +20,7 @@ refresh is :mod:`webtier._ops.row_refresh`.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -134,6 +135,13 @@ def release_request(
     return write(shard.route, call, idempotent=True)  # a second send finds no ticket
 
 
+def nonce() -> str:
+    """Random text that ends every ticket of one claim or fill, so that no
+    ticket is handed out twice, even by a replica promoted before the last
+    increments of the sequence reached it."""
+    return f"-{secrets.token_hex(4)}"
+
+
 def _invalidate(shard: RowShard, key: str) -> Request:
     call = ScriptCall(INVALIDATE, (shard.due, shard.fill, shard.lease, shard.row(key)), (key,))
     return write(shard.route, call, idempotent=True)
@@ -141,7 +149,8 @@ def _invalidate(shard: RowShard, key: str) -> Request:
 
 def _fill(cfg: Config, shard: RowShard, key: str, mode: str) -> Request:
     keys = (shard.fill, shard.lease, shard.seq, shard.row(key))
-    call = ScriptCall(FILL, keys, (key, to_ms(cfg.rows.fill_lease), mode, bookkeeping_ms(cfg.rows)))
+    args = (key, to_ms(cfg.rows.fill_lease), mode, bookkeeping_ms(cfg.rows), nonce())
+    call = ScriptCall(FILL, keys, args)
     # Sent again after a lost reply, it finds its own load live and waits it
     # out, or takes a newer ticket: slower, never wrong.
     return write(shard.route, call, idempotent=True)

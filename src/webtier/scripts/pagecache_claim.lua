@@ -16,7 +16,10 @@ if ARGV[1] == 'miss' then
   local copy = redis.call('GET', KEYS[1])
   if copy then return {'hit', copy} end
 end
-if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then
+-- The lock may be the caller's own: a claim sent again after its reply was
+-- lost (it is idempotent) must render, not wait for itself.
+if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3])
+    or redis.call('GET', KEYS[2]) == ARGV[2] then
   return {'render', redis.call('GET', KEYS[3]) or '0'}
 end
 return {'wait', redis.call('PTTL', KEYS[2])}

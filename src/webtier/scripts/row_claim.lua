@@ -11,6 +11,7 @@
 -- ARGV[3] = claim only rows due at or before this server time (ms); '' for now
 -- ARGV[4] = ttl (ms) of the shard's bookkeeping of loads (fill, lease, seq):
 --           longer than any lease
+-- ARGV[5] = this call's nonce: random text ending every ticket it hands out
 -- Returns {now, next due (ms, or -1 if nothing is scheduled), claimed count,
 --          then key, ticket, due time for each claimed row,
 --          then the key of each row dropped for having no delay}.
@@ -32,6 +33,10 @@
 -- it runs ahead of the clock by one script's tickets at most (`batch`,
 -- 10 ms at most); the clock has moved on by the ttl (a day at least) since
 -- the last ticket; and a sequence counted from 1, as before, is far below.
+-- A failover may still hand a number out again: a replica promoted before
+-- the last increments reached it counts from behind them. So a ticket ends
+-- in the caller's random nonce: the same number from two calls is two
+-- tickets, and a load from before the failover cannot store.
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -83,7 +88,7 @@ for i, key in ipairs(keys) do
     end
     ticket = ticket + 1
     fills[#fills + 1] = key
-    fills[#fills + 1] = string.format('%d', ticket)
+    fills[#fills + 1] = string.format('%d', ticket) .. ARGV[5]
     leases[#leases + 1] = lease_end
     leases[#leases + 1] = key
     reply[#reply + 1] = key

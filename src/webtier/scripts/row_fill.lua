@@ -11,6 +11,8 @@
 --           load holds it; 'force': take it anyway (the row changed)
 -- ARGV[4] = ttl (ms) of the shard's bookkeeping of loads (fill, lease, seq):
 --           longer than any lease
+-- ARGV[5] = this call's nonce: random text ending the ticket (a failover
+--           may hand a number out again; row_claim.lua says why)
 -- Returns {'hit', copy} | {'wait', ms left on the live load's lease} | {'load', ticket}.
 --
 -- Memory stays bounded with no worker running: loads whose lease ran out
@@ -42,7 +44,7 @@ if ticket == 1 then
 else
   redis.call('PEXPIRE', KEYS[3], ARGV[4])
 end
-ticket = string.format('%d', ticket)
+ticket = string.format('%d', ticket) .. ARGV[5]
 redis.call('HSET', KEYS[1], key, ticket)
 redis.call('ZADD', KEYS[2], string.format('%d', now + tonumber(ARGV[2])), key)
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
