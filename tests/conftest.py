@@ -30,7 +30,7 @@ import redis.asyncio.cluster
 import redis.cluster
 
 import webtier
-from webtier._facade import Part
+from webtier._core.facade import Part
 from webtier.embedded import bundled_redis_server, find_redis_server
 from webtier.testing import RedisCluster, RedisServer
 

@@ -2,116 +2,142 @@
 
 Start with :func:`open` (sync) or :func:`open_async`, or wrap a redis-py client
 you already have in :class:`WebTier` / :class:`AsyncWebTier`.
+
+Every public name is importable from here; :mod:`webtier.errors` holds every
+exception and :mod:`webtier.types` every value the calls return.
 """
 
-from webtier._deadline import time_limit
-from webtier._ops.row_refresh import RefreshReport
-from webtier._ops.rows import RowStatus
-from webtier._ops.stats import Recorded, Summary
+from webtier._core.deadline import time_limit
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import (
     Config,
     CounterSettings,
+    PageCacheSettings,
     Precision,
+    RankingSettings,
     RetryPolicy,
     RowSettings,
+    SessionSettings,
     StatsSettings,
 )
 from webtier.connect import connect, connect_async, disconnect, open, open_async
 from webtier.embedded import EmbeddedRedis
 from webtier.errors import (
+    BadToken,
+    CartLimit,
     ConfigError,
+    DataTooLarge,
     EmbeddedServerError,
     InvalidInput,
+    LateCookie,
     OutcomeUnknown,
     PartiallyApplied,
     RedisUnavailable,
     ServerError,
     SourceError,
+    UnknownSession,
+    UserMismatch,
     WebtierError,
 )
 from webtier.histogram import Histogram
-from webtier.recorder import AsyncRecorder, FlushReport, Recorder
+from webtier.pagerules import CacheRoute, PageRequest, PageRules, RankAdmission, SetAdmission
+from webtier.ranking import AsyncTopItems, AsyncViewAggregator, TopItems, ViewAggregator
+from webtier.recorder import AsyncRecorder, Recorder
 from webtier.rowsource import FunctionSource, Source
 from webtier.sync import WebTier
 from webtier.timing import AccessTimer, AsyncAccessTimer
+from webtier.types import (
+    CacheStatus,
+    CartChange,
+    CounterCleanReport,
+    FlushReport,
+    JobStep,
+    LoginResult,
+    Page,
+    Recorded,
+    RefreshReport,
+    Rendered,
+    RescaleReport,
+    RowStatus,
+    Served,
+    SessionCleanReport,
+    SessionInfo,
+    SessionStats,
+    Summary,
+)
 
 __all__ = [
-    "AsyncRecorder",
-    "AsyncWebTier",
-    "Config",
-    "ConfigError",
-    "CounterSettings",
-    "EmbeddedRedis",
-    "EmbeddedServerError",
-    "FlushReport",
-    "FunctionSource",
-    "InvalidInput",
-    "OutcomeUnknown",
-    "PartiallyApplied",
-    "Precision",
-    "Recorder",
-    "RedisUnavailable",
-    "RefreshReport",
-    "RetryPolicy",
-    "RowSettings",
-    "RowStatus",
-    "ServerError",
-    "Source",
-    "SourceError",
+    # -- entry points
     "WebTier",
-    "WebtierError",
+    "AsyncWebTier",
+    "open",
+    "open_async",
     "connect",
     "connect_async",
     "disconnect",
-    "open",
-    "open_async",
     "time_limit",
-]
-__all__ += [
-    "AccessTimer",
-    "AsyncAccessTimer",
-    "Histogram",
-    "Recorded",
-    "StatsSettings",
-    "Summary",
-]
-
-# -- item view ranking -------------------------------------------------------------------
-from webtier._ops.ranking import RescaleReport  # noqa: E402
-from webtier.config import RankingSettings  # noqa: E402
-from webtier.ranking import AsyncTopItems, AsyncViewAggregator, TopItems, ViewAggregator  # noqa: E402
-
-__all__ += [
-    "AsyncTopItems",
-    "AsyncViewAggregator",
-    "RankingSettings",
-    "RescaleReport",
-    "TopItems",
-    "ViewAggregator",
-]
-
-# -- page cache ---------------------------------------------------------------
-from webtier.config import PageCacheSettings  # noqa: E402
-from webtier.pagerules import (  # noqa: E402
-    CacheRoute,
-    PageRequest,
-    PageRules,
-    RankAdmission,
-    SetAdmission,
-)
-
-__all__ += [
-    "CacheRoute",
+    "EmbeddedRedis",
+    # -- settings
+    "Config",
+    "CounterSettings",
     "PageCacheSettings",
+    "Precision",
+    "RankingSettings",
+    "RetryPolicy",
+    "RowSettings",
+    "SessionSettings",
+    "StatsSettings",
+    # -- errors (webtier.errors)
+    "WebtierError",
+    "InvalidInput",
+    "BadToken",
+    "CartLimit",
+    "DataTooLarge",
+    "ConfigError",
+    "RedisUnavailable",
+    "OutcomeUnknown",
+    "PartiallyApplied",
+    "ServerError",
+    "EmbeddedServerError",
+    "SourceError",
+    "UnknownSession",
+    "UserMismatch",
+    "LateCookie",
+    # -- returned values (webtier.types)
+    "CacheStatus",
+    "CartChange",
+    "CounterCleanReport",
+    "FlushReport",
+    "JobStep",
+    "LoginResult",
+    "Page",
+    "Recorded",
+    "RefreshReport",
+    "Rendered",
+    "RescaleReport",
+    "RowStatus",
+    "Served",
+    "SessionCleanReport",
+    "SessionInfo",
+    "SessionStats",
+    "Summary",
+    # -- page-cache rules
+    "CacheRoute",
     "PageRequest",
     "PageRules",
     "RankAdmission",
     "SetAdmission",
+    # -- timers, recorders, rankings in process
+    "AccessTimer",
+    "AsyncAccessTimer",
+    "Recorder",
+    "AsyncRecorder",
+    "TopItems",
+    "AsyncTopItems",
+    "ViewAggregator",
+    "AsyncViewAggregator",
+    "Histogram",
+    # -- row sources
+    "Source",
+    "FunctionSource",
 ]
-
-# -- sessions and carts ---
-from webtier.config import SessionSettings  # noqa: E402
-from webtier.sessions import CartChange, LoginResult, SessionInfo  # noqa: E402
-
-__all__ += ["CartChange", "LoginResult", "SessionInfo", "SessionSettings"]

@@ -19,15 +19,14 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from webtier._ops import pagecache
-from webtier._ops.row_refresh import RefreshReport
-from webtier._protocol import Call
+from webtier._core.protocol import Call
 from webtier.config import Config, SessionSettings
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.pagerules import BOOK_RULES, PageRequest
 from webtier.rowsource import FunctionSource, Row, Source
 from webtier.sync import WebTier
 from webtier.timing import AccessTimer
+from webtier.types import RefreshReport, Rendered
 from webtier.workers import JOBS, Worker
 
 T = TypeVar("T")
@@ -231,10 +230,10 @@ def cache_request(conn: Any, request: str, callback: Callable[[str], str]) -> st
     if plan is None:
         return callback(request)
 
-    def render() -> pagecache.Rendered:
+    def render() -> Rendered:
         content = callback(request).encode()
         headers = (("content-length", str(len(content))),)
-        return pagecache.Rendered(200, headers, content, tier.config.pagecache.ttl)
+        return Rendered(200, headers, content, tier.config.pagecache.ttl)
 
     try:
         served = tier.pagecache.serve(plan, Call(render))

@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from webtier._deadline import check_limit
-from webtier._keys import Keyspace, check_stat_type
+from webtier._core.deadline import check_limit
+from webtier._core.keys import Keyspace, check_stat_type
 from webtier.errors import ConfigError, InvalidInput
 from webtier.histogram import sub_buckets_for
 

@@ -12,7 +12,7 @@ Query parameters are redis-py's (``socket_timeout=2.5``,
 ``client_name=shop``...). Unless the URL sets them, clients get timeouts
 fit for a web tier (connect within 2 s, a reply within 5 s) and no redis-py
 retry: for webtier's operations webtier retries itself, by the rules of
-:mod:`webtier._wire`; for your own commands on the same client, pass
+:mod:`webtier._core.wire`; for your own commands on the same client, pass
 ``retry=`` if you want redis-py's. The connections of these clients also
 keep a webtier operation's time limit (:func:`webtier.time_limit`) while
 they connect, so a hung server costs an operation no more than its limit
@@ -40,8 +40,8 @@ from redis import exceptions as rx
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from webtier._deadline import time_left
-from webtier._wire import as_webtier_error
+from webtier._core.deadline import time_left
+from webtier._core.wire import as_webtier_error
 from webtier.config import Config
 from webtier.errors import ConfigError
 
@@ -54,7 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "socket_connect_timeout": 2.0,
     "socket_timeout": 5.0,
     "health_check_interval": 30,
-    # webtier decides itself what may be sent again (see webtier._wire);
+    # webtier decides itself what may be sent again (see webtier._core.wire);
     # redis-py's own retry would re-send increments after a timeout, and
     # stack its backoff on top of webtier's.
     "retry": Retry(NoBackoff(), 0),

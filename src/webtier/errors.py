@@ -117,3 +117,32 @@ def _short(value: object, limit: int = 80) -> str | None:
             return f"an int of {value.bit_length()} bits"
         return f"a {type(value).__name__} that cannot be shown"
     return text if len(text) <= limit else f"{text[: limit - 12]}... ({len(text)} chars)"
+
+
+class BadToken(InvalidInput):
+    """The token is not one webtier could have issued; nothing was sent."""
+
+
+class UnknownSession(WebtierError, LookupError):
+    """No live session has this token (never issued, logged out, expired or
+    cleaned); nothing was written."""
+
+
+class UserMismatch(WebtierError):
+    """The session belongs to another user: switching users goes through
+    ``login`` (which rotates the token); nothing was written."""
+
+
+class DataTooLarge(InvalidInput):
+    """A session data value, or all of them together, would exceed the
+    configured size or field limits; nothing was written."""
+
+
+class CartLimit(InvalidInput):
+    """A cart line count or the number of lines would exceed the configured
+    limits; nothing was written."""
+
+
+class LateCookie(WebtierError, RuntimeError):
+    """A login or logout after the response's headers went out: the cookie
+    could not follow, so nothing was changed."""

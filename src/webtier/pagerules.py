@@ -35,9 +35,9 @@ from functools import lru_cache
 from typing import Protocol
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
-from webtier._keys import PageShard, check_name, shard_of
+from webtier._core.keys import PageShard, check_name, shard_of
+from webtier._core.protocol import Reply, Request
 from webtier._ops.ranking import decode_rank, rank_request
-from webtier._protocol import Reply, Request
 from webtier.config import Config, PageCacheSettings, valid_header_names
 from webtier.errors import ConfigError, InvalidInput
 

@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from webtier._core.protocol import Op, Request
 from webtier._ops import counters
 from webtier._ops import ranking as views
-from webtier._protocol import Op, Request
 from webtier.config import Config
 from webtier.errors import ConfigError, InvalidInput, WebtierError
 from webtier.recorder import AsyncRecorder, Recorder

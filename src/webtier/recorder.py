@@ -24,25 +24,18 @@ import threading
 import time
 import types
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from webtier._keys import check_name
+from webtier._core.keys import check_name
+from webtier._core.protocol import Op
 from webtier._ops import counters
-from webtier._protocol import Op
 from webtier.config import Config, _is_int, _is_seconds
 from webtier.errors import ConfigError, OutcomeUnknown, RedisUnavailable, WebtierError
+from webtier.types import FlushReport
 
 # The longest flush interval: a day (a longer wait overflows some timers).
 MAX_INTERVAL = 86400
 log = logging.getLogger("webtier.recorder")
-
-
-@dataclass(frozen=True, slots=True)
-class FlushReport:
-    sent: int  # (counter, granule) sums applied
-    kept: int  # sums that did not reach Redis, kept for the next flush
-    lost: int  # sums whose outcome is unknown, or that Redis refused
 
 
 class Tally:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from webtier._keys import check_int_id, check_name, check_source_name
+from webtier._core.keys import check_int_id, check_name, check_source_name
 from webtier.errors import ConfigError, InvalidInput
 
 Row = Mapping[str, Any]

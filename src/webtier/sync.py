@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from webtier._drive import SyncClient, SyncTransport
-from webtier._facade import Part, sync_op
+from webtier._core.drive import SyncClient, SyncTransport
+from webtier._core.facade import Part, sync_op
+from webtier._core.protocol import Request
+from webtier._core.sessions_part import SessionsPart
 from webtier._ops import carts as cart_ops
 from webtier._ops import counters
 from webtier._ops import pagecache as pages
 from webtier._ops import ranking as views
-from webtier._ops import row_refresh as refresh_ops
 from webtier._ops import rows as row_ops
 from webtier._ops import sessions as session_ops
 from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
-from webtier._protocol import Request
-from webtier._session_part import SessionsPart
+from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
 from webtier.ranking import TopItems, ViewAggregator, ViewCounter
 from webtier.recorder import Recorder

@@ -22,12 +22,13 @@ from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
-from webtier._keys import check_name
+from webtier._core.keys import check_name
+from webtier._core.protocol import Op
+from webtier._core.throttle import Throttle
 from webtier._ops import stats
-from webtier._protocol import Op
-from webtier._throttle import Throttle
 from webtier.config import ACCESS_TIME, Config
 from webtier.errors import WebtierError
+from webtier.types import Recorded
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -69,7 +70,7 @@ class _Stopwatch:
     def _start(self) -> None:
         self._started = time.perf_counter()
 
-    def _stop(self, kind: type[BaseException] | None) -> Op[stats.Recorded] | None:
+    def _stop(self, kind: type[BaseException] | None) -> Op[Recorded] | None:
         """The operation recording the block that just ended, or None when a
         KeyboardInterrupt, SystemExit or cancellation ends it: the process or
         task is on its way out, and waiting on Redis would only delay it."""

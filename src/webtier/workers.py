@@ -32,16 +32,18 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from webtier._core.compat import moved
+from webtier._core.protocol import Op
 from webtier._ops import counters
 from webtier._ops import ranking as views
-from webtier._ops import row_refresh as refresh_ops
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
-from webtier._protocol import Op
+from webtier._ops.rows import refresh as refresh_ops
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config
 from webtier.errors import ConfigError, RedisUnavailable, WebtierError
 from webtier.sync import WebTier
+from webtier.types import JobStep
 
 log = logging.getLogger("webtier.worker")
 
@@ -51,17 +53,9 @@ REPORT_EVERY = 30.0  # seconds between two "still failing" lines
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
-    """What one run of a job did."""
-
-    delay: float  # seconds until the job wants to run again
-    summary: str  # one line for the log
-
-
-@dataclass(frozen=True, slots=True)
 class Job:
     name: str
-    step: Callable[[Config, int], Op[Step]]  # (config, pass number) -> one round
+    step: Callable[[Config, int], Op[JobStep]]  # (config, pass number) -> one round
 
 
 class ColdStop(BaseException):
@@ -72,23 +66,23 @@ class ColdStop(BaseException):
 # -- the jobs ---------------------------------------------------------------------------
 
 
-def _clean_counters(cfg: Config, pass_number: int) -> Op[Step]:
+def _clean_counters(cfg: Config, pass_number: int) -> Op[JobStep]:
     report = yield from counters.clean(cfg, pass_number)
     summary = (
         f"pass {pass_number}: {report.counters} counters, {report.samples_dropped} samples "
         f"dropped, {report.counters_unlisted} unlisted in {report.seconds:.2f} s"
     )
     # The book: a pass a minute, less the time the pass took, at least 1 s apart.
-    return Step(max(cfg.counters.clean_interval - report.seconds, 1.0), summary)
+    return JobStep(max(cfg.counters.clean_interval - report.seconds, 1.0), summary)
 
 
 # -- row cache ---------------------------------------------------------------------------
 
 
-def _refresh_rows(cfg: Config, pass_number: int) -> Op[Step]:
+def _refresh_rows(cfg: Config, pass_number: int) -> Op[JobStep]:
     settings = cfg.rows
     if not settings.sources:
-        return Step(60.0, "" if pass_number else "no row sources configured; idle")
+        return JobStep(60.0, "" if pass_number else "no row sources configured; idle")
     done = yield from refresh_ops.refresh_round(cfg)
     for problem in done.problems:
         log.warning("rows: %s (retried with backoff)", problem)
@@ -102,13 +96,13 @@ def _refresh_rows(cfg: Config, pass_number: int) -> Op[Step]:
     else:
         delay = settings.poll
     if not (report.claimed or report.dropped):
-        return Step(delay, "")
+        return JobStep(delay, "")
     summary = (
         f"{report.claimed} rows in {report.seconds:.3f} s: {report.stored} stored, "
         f"{report.removed} removed, {report.fenced} fenced, {report.failed} failed, "
         f"{report.dropped} dropped"
     )
-    return Step(delay, summary)
+    return JobStep(delay, summary)
 
 
 # -- item view ranking -------------------------------------------------------------------
@@ -118,16 +112,16 @@ def _refresh_rows(cfg: Config, pass_number: int) -> Op[Step]:
 RESCALE_SLACK = 0.05
 
 
-def _rescale_views(cfg: Config, pass_number: int) -> Op[Step]:
+def _rescale_views(cfg: Config, pass_number: int) -> Op[JobStep]:
     report = yield from views.rescale(cfg)
     delay = max(report.next_in, 0.0) + RESCALE_SLACK
     if not report.done:  # another worker rescaled this period
-        return Step(delay, "")
+        return JobStep(delay, "")
     summary = (
         f"period from {report.period}: kept {report.left} items, removed {report.removed}, "
         f"counts x{cfg.ranking.factor:g}"
     )
-    return Step(delay, summary)
+    return JobStep(delay, summary)
 
 
 # -- sessions and carts ---------------------------------------------------------------------
@@ -136,16 +130,16 @@ def _rescale_views(cfg: Config, pass_number: int) -> Op[Step]:
 SESSION_STEPS = 100
 
 
-def _clean_sessions(cfg: Config, pass_number: int) -> Op[Step]:
+def _clean_sessions(cfg: Config, pass_number: int) -> Op[JobStep]:
     report = yield from session_ops.clean(cfg, max_steps=SESSION_STEPS)
     if not (report.deleted or report.spared):
-        return Step(cfg.sessions.clean_interval, "")
+        return JobStep(cfg.sessions.clean_interval, "")
     summary = (
         f"{report.deleted} sessions removed, {report.spared} spared (touched meanwhile), "
         f"{report.remaining} left, in {report.seconds:.3f} s"
     )
     # The book sleeps 1 s once under the limit; with work left, go on at once.
-    return Step(0.0 if report.more else cfg.sessions.clean_interval, summary)
+    return JobStep(0.0 if report.more else cfg.sessions.clean_interval, summary)
 
 
 JOBS: dict[str, Job] = {
@@ -207,7 +201,7 @@ class Schedule:
     def due(self, now: float) -> list[Job]:
         return [job for job in self.jobs if self.state[job.name].due <= now]
 
-    def succeeded(self, job: Job, step: Step, now: float) -> None:
+    def succeeded(self, job: Job, step: JobStep, now: float) -> None:
         state = self.state[job.name]
         if state.failing_since is not None:
             log.warning(
@@ -240,7 +234,7 @@ class Schedule:
 def _program(
     schedule: Schedule, heartbeat: float, once: bool, stopping: Callable[[], bool]
 ) -> Generator[_Run | _Beat | _Wait, Any, None]:
-    """The worker's loop. ``_Run`` is answered with a Step or the exception
+    """The worker's loop. ``_Run`` is answered with a JobStep or the exception
     the step raised."""
     next_beat = 0.0
     while not stopping():
@@ -252,7 +246,7 @@ def _program(
             if stopping():
                 return
             outcome = yield _Run(job, schedule.state[job.name].passes)
-            if isinstance(outcome, Step):
+            if isinstance(outcome, JobStep):
                 schedule.succeeded(job, outcome, time.monotonic())
             elif not stopping():  # a step cut short by a cold stop is no failure
                 schedule.failed(job, outcome, time.monotonic())
@@ -420,3 +414,6 @@ class AsyncWorker(_WorkerBase):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), action.seconds)
         return None
+
+
+__getattr__ = moved(__name__, {"Step": "webtier.types:JobStep"})

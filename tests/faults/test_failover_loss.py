@@ -34,7 +34,7 @@ from tests.faults.drivers import serving, wait_role
 from tests.faults.figures import Figures
 from tests.faults.harness import eventually
 from tests.integration.rowhelp import Instrumented, seed, set_stock
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisCluster, RedisServer

@@ -15,12 +15,12 @@ from werkzeug.test import Client
 import webtier
 from tests.faults.workloads import Catalog, wsgi_app
 from tests.integration.test_faults import stall
+from webtier._core.protocol import Call
 from webtier._ops import pagecache
-from webtier._ops.pagecache import Rendered
-from webtier._protocol import Call
 from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRequest, PageRules
 from webtier.testing import RedisServer
+from webtier.types import Rendered
 
 pytestmark = pytest.mark.faults
 

@@ -36,11 +36,11 @@ import webtier
 from tests.conftest import all_keys
 from tests.faults.harness import Ledger, Loader, eventually
 from tests.integration.rowhelp import seed, set_stock
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
+from webtier.errors import UnknownSession
 from webtier.pagerules import CacheRoute, PageRules
-from webtier.sessions import UnknownSession
 from webtier.sqlsource import SqlSource
 from webtier.web._sessions import SessionOptions, encode
 from webtier.web.pagecache_asgi import PageCacheMiddleware

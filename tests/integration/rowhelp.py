@@ -13,9 +13,9 @@ import sqlalchemy as sa
 
 import webtier
 from webtier import shopdb
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
+from webtier._core.protocol import ScriptCall, text
 from webtier._ops.rows import FILL, bookkeeping_ms, nonce
-from webtier._protocol import ScriptCall, text
 from webtier.config import Config
 from webtier.rowsource import Row, Source
 from webtier.sqlsource import SqlSource

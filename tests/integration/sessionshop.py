@@ -17,7 +17,8 @@ from starlette.routing import Route
 
 import webtier
 from tests.integration.sessionhelp import cookie_value, set_cookies
-from webtier.web.session import AsyncSession, LateCookie, Session
+from webtier.errors import LateCookie
+from webtier.web.session import AsyncSession, Session
 from webtier.web.sessions_asgi import SessionMiddleware, request_session
 from webtier.web.sessions_wsgi import current_session, sessions_for_flask
 

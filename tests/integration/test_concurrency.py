@@ -22,7 +22,7 @@ import pytest
 
 import webtier
 from tests.conftest import all_keys
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier.config import Config, CounterSettings, Precision
 
 SECONDS = 22.0

@@ -1,4 +1,4 @@
-"""Connections kept idle for reuse (webtier._connections): as safe as the pool."""
+"""Connections kept idle for reuse (webtier._core.redispy): as safe as the pool."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from redis._parsers import _RESP2Parser
 
 import webtier
 import webtier.aio
-from webtier._connections import checkin, checkout, pack
-from webtier._protocol import Op, write
+from webtier._core.protocol import Op, write
+from webtier._core.redispy import checkin, checkout, pack
 from webtier.config import Config
 from webtier.errors import ServerError
 from webtier.testing import RedisServer

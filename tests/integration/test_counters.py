@@ -11,7 +11,7 @@ from redis.crc import key_slot
 
 import webtier
 from tests.conftest import all_keys
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier.config import Config, CounterSettings, Precision
 from webtier.errors import InvalidInput
 

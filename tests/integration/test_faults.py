@@ -17,7 +17,7 @@ from redis.crc import key_slot
 
 import webtier
 from tests.conftest import BackgroundLoad, wait_for
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier.config import Config, RetryPolicy
 from webtier.embedded import find_redis_server
 from webtier.testing import RedisCluster, RedisServer

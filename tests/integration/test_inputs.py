@@ -47,13 +47,13 @@ from hypothesis import strategies as st
 import webtier
 from tests.integration.rowhelp import seed
 from webtier import book
-from webtier._facade import Part
-from webtier._keys import check_name
-from webtier._ops.pagecache import Rendered
-from webtier._protocol import Call
+from webtier._core.facade import Part
+from webtier._core.keys import check_name
+from webtier._core.protocol import Call
 from webtier.errors import InvalidInput, RedisUnavailable, ServerError, WebtierError
 from webtier.pagerules import BOOK_RULES, PageRequest, Plan
 from webtier.rowsource import FunctionSource, Source
+from webtier.types import Rendered
 
 pytestmark = pytest.mark.anyio
 

@@ -22,9 +22,9 @@ import sqlalchemy as sa
 import webtier
 from tests.conftest import InThread, all_keys
 from tests.integration.rowhelp import run_script, seed, take_load
+from webtier._core.protocol import Call, Op, ScriptCall
 from webtier._ops import pagecache as page_ops
 from webtier._ops import workers as liveness
-from webtier._protocol import Call, Op, ScriptCall
 from webtier.config import Config, RowSettings
 from webtier.errors import SourceError
 from webtier.pagerules import BOOK_RULES, CacheRoute, PageRequest, PageRules

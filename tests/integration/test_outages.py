@@ -29,7 +29,7 @@ from starlette.routing import Route
 import webtier
 from tests.conftest import BINARIES
 from tests.integration.sessionhelp import serving
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRules

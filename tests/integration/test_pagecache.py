@@ -25,11 +25,11 @@ from starlette.routing import Route
 
 import webtier
 from tests.conftest import all_keys
-from webtier._ops.pagecache import Rendered, Served
-from webtier._protocol import Call
+from webtier._core.protocol import Call
 from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRequest, PageRules
 from webtier.testing import RedisServer
+from webtier.types import Rendered, Served
 from webtier.web.pagecache_asgi import PageCacheMiddleware
 
 pytestmark = pytest.mark.anyio

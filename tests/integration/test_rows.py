@@ -26,9 +26,9 @@ from tests.integration.rowhelp import (
     take_load,
 )
 from webtier import shopdb
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier._ops.rows import bookkeeping_ms, store_request
-from webtier._rowjson import encode
+from webtier._ops.rows.codec import encode
 from webtier.config import Config, RowSettings
 from webtier.errors import InvalidInput, SourceError
 from webtier.rowsource import FunctionSource

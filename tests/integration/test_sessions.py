@@ -14,16 +14,16 @@ import webtier
 from tests.conftest import all_keys
 from webtier._ops import sessions as session_ops
 from webtier.config import SessionSettings
-from webtier.errors import InvalidInput
-from webtier.sessions import (
+from webtier.errors import (
     BadToken,
-    CartChange,
     CartLimit,
     DataTooLarge,
+    InvalidInput,
     UnknownSession,
     UserMismatch,
-    is_token,
 )
+from webtier.sessions import is_token
+from webtier.types import CartChange
 
 pytestmark = pytest.mark.anyio
 

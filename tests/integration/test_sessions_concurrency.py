@@ -23,7 +23,7 @@ import pytest
 
 import webtier
 from tests.conftest import all_keys
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier.config import Config, SessionSettings
 
 SECONDS = 22.0

@@ -27,7 +27,7 @@ from collections import defaultdict
 import pytest
 
 import webtier
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier._ops import stats as stats_ops
 from webtier.config import Config, StatsSettings
 from webtier.histogram import Histogram

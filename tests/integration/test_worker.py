@@ -14,11 +14,12 @@ import time
 import pytest
 
 import webtier
+from webtier._core.protocol import Op, write
 from webtier._ops import workers as liveness
-from webtier._protocol import Op, write
 from webtier.config import Config
 from webtier.testing import RedisServer
-from webtier.workers import JOBS, AsyncWorker, Job, Step, Worker
+from webtier.types import JobStep
+from webtier.workers import JOBS, AsyncWorker, Job, Worker
 
 NOW = 1_700_000_000
 
@@ -26,10 +27,10 @@ NOW = 1_700_000_000
 def slow_job(seconds: float, marker: str) -> Job:
     """A job whose step works for ``seconds``, then leaves a marker."""
 
-    def step(cfg: Config, pass_number: int) -> Op[Step]:
+    def step(cfg: Config, pass_number: int) -> Op[JobStep]:
         time.sleep(seconds)
         yield write(f"{cfg.prefix}:marker", ("INCR", f"{cfg.prefix}:{marker}"), idempotent=False)
-        return Step(0.01, "slow step done")
+        return JobStep(0.01, "slow step done")
 
     return Job("slow", step)
 
@@ -173,10 +174,10 @@ async def test_async_worker_once_and_cold_stop(
     tier = webtier.AsyncWebTier(client, config)
     await AsyncWorker(tier, once=True).run()
 
-    def blocking_step(cfg: Config, pass_number: int) -> Op[Step]:
+    def blocking_step(cfg: Config, pass_number: int) -> Op[JobStep]:
         # Blocks this connection (only) for 5 s.
         yield write("x", ("BLPOP", f"{cfg.prefix}:nothing", 5), idempotent=True)
-        return Step(0.0, "never reached")
+        return JobStep(0.0, "never reached")
 
     worker = AsyncWorker(tier, [Job("slow", blocking_step)])
     loop = asyncio.get_running_loop()

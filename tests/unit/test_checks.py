@@ -13,8 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from webtier import book
-from webtier._checks import MAX_INT, MAX_TIME, check_integer, check_limit, check_real, check_time
-from webtier._keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
+from webtier._core.checks import (
+    MAX_INT,
+    MAX_TIME,
+    check_integer,
+    check_limit,
+    check_real,
+    check_time,
+)
+from webtier._core.keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
 from webtier._ops import carts, counters, pagecache, ranking, rows, stats
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
@@ -252,7 +259,7 @@ def test_a_str_where_a_list_of_names_is_expected_is_refused_not_split() -> None:
 
 
 def rows_refresh_due(sources: object) -> Any:
-    from webtier._ops import row_refresh
+    from webtier._ops.rows import refresh as row_refresh
 
     return row_refresh.refresh_due(CFG, sources)  # type: ignore[arg-type]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from webtier._core.protocol import Gather, Request, ScriptCall
 from webtier._ops import counters
-from webtier._protocol import Gather, Request, ScriptCall
 from webtier.config import Config, CounterSettings
 from webtier.errors import InvalidInput
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from redis.crc import key_slot
 
-from webtier._keys import MAX_NAME_BYTES, Keyspace, check_name, check_prefix, shard_of
+from webtier._core.keys import MAX_NAME_BYTES, Keyspace, check_name, check_prefix, shard_of
 from webtier.errors import ConfigError, InvalidInput
 
 PRECISIONS = (1, 5, 60, 300, 3600, 18000, 86400)

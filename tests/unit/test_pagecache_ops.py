@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from webtier._core.protocol import Call, Request, ScriptCall
 from webtier._ops import pagecache
-from webtier._ops.pagecache import Rendered, decode, encode, make_page
-from webtier._protocol import Call, Request, ScriptCall
+from webtier._ops.pagecache import decode, encode, make_page
 from webtier.config import Config, PageCacheSettings
 from webtier.errors import ConfigError
 from webtier.pagerules import (
@@ -23,6 +23,7 @@ from webtier.pagerules import (
     normalized_query,
     wants_fresh,
 )
+from webtier.types import Rendered
 from webtier.web import pagecache_policy as policy
 
 CFG = Config(prefix="p")

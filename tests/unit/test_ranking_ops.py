@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from webtier._core.protocol import Gather, Request, ScriptCall
 from webtier._ops import ranking
-from webtier._protocol import Gather, Request, ScriptCall
 from webtier.config import Config, RankingSettings
 from webtier.errors import InvalidInput, RedisUnavailable
 

@@ -11,10 +11,11 @@ import pytest
 import sqlalchemy as sa
 
 from tests.unit.test_counter_ops import finish
-from webtier._keys import shard_of
-from webtier._ops import row_refresh, rows
-from webtier._protocol import Call, Gather, Request, ScriptCall
-from webtier._rowjson import decode
+from webtier._core.keys import shard_of
+from webtier._core.protocol import Call, Gather, Request, ScriptCall
+from webtier._ops import rows
+from webtier._ops.rows import refresh as row_refresh
+from webtier._ops.rows.codec import decode
 from webtier.config import Config, RowSettings
 from webtier.errors import ConfigError, InvalidInput, ServerError, SourceError
 from webtier.rowsource import FunctionSource

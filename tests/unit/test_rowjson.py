@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webtier._rowjson import decode, encode
+from webtier._ops.rows.codec import decode, encode
 from webtier.errors import InvalidInput
 
 json_values = st.recursive(

@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 
 from webtier.config import Config, SessionSettings
-from webtier.errors import ConfigError, RedisUnavailable
-from webtier.sessions import UnknownSession
+from webtier.errors import ConfigError, LateCookie, RedisUnavailable, UnknownSession
 from webtier.web import _sessions as flows
 from webtier.web._sessions import (
     Ask,
-    LateCookie,
     OutageLog,
     SessionOptions,
     SessionState,

@@ -10,29 +10,26 @@ from typing import Any
 import pytest
 
 from tests.unit.test_counter_ops import finish
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
+from webtier._core.protocol import Chain, ScriptCall
 from webtier._ops import carts, ranking, sessions
-from webtier._protocol import Chain, ScriptCall
+from webtier._ops.sessions import cleaner as sessions_cleaner
 from webtier.config import Config, SessionSettings
 from webtier.errors import (
+    BadToken,
+    CartLimit,
     ConfigError,
+    DataTooLarge,
     InvalidInput,
     OutcomeUnknown,
     PartiallyApplied,
     RedisUnavailable,
-)
-from webtier.ranking import ViewCounter
-from webtier.sessions import (
-    BadToken,
-    CartChange,
-    CartLimit,
-    DataTooLarge,
     UnknownSession,
     UserMismatch,
-    check_token,
-    is_token,
-    new_token,
 )
+from webtier.ranking import ViewCounter
+from webtier.sessions import check_token, is_token, new_token
+from webtier.types import CartChange
 
 CFG = Config(prefix="p", sessions=SessionSettings(shards=4, clean_batch=4))
 TOKEN = "A" * 43
@@ -419,7 +416,7 @@ def test_the_cleaners_choice_matches_the_plain_one(seed: int) -> None:
         picks.append([CUTOFF, len(stored), stale, *stored[:per_shard]])
     keep = rng.randint(0, 25)
     wire = [[str(c).encode(), n, s, *(str(x).encode() for x in page)] for c, n, s, *page in picks]
-    assert sessions._choose(settings, wire, keep, per_shard) == _choose_entry_by_entry(
+    assert sessions_cleaner._choose(settings, wire, keep, per_shard) == _choose_entry_by_entry(
         settings, picks, keep, per_shard
     )
 
@@ -454,7 +451,7 @@ def test_a_sampled_choice_takes_exactly_the_oldest_within_the_budget(seed: int) 
     # Stale: none, those idle past 70 s, or past 50 s.
     cutoff = (1_700_000_000 - rng.choice([100, 70, 50])) * 10**6
     picks = [sampled_pick(scores, cutoff, page) for scores in stored]
-    chosen = sessions._choose_by_samples(settings, picks, keep)
+    chosen = sessions_cleaner._choose_by_samples(settings, picks, keep)
     stale = sum(score < cutoff for scores in stored for score in scores)
     total = sum(map(len, stored))
     wanted = min(settings.clean_batch, max(stale, total - keep))
@@ -488,5 +485,5 @@ def test_a_sampled_choice_takes_exactly_the_oldest_within_the_budget(seed: int) 
 
 
 def test_scores_in_any_form_redis_writes_are_read() -> None:
-    assert sessions._scores([b"1795556194154123", b"7"]) == [1795556194154123, 7]
-    assert sessions._scores([b"1.5e+15", b"7"]) == [1_500_000_000_000_000, 7]
+    assert sessions_cleaner._scores([b"1795556194154123", b"7"]) == [1795556194154123, 7]
+    assert sessions_cleaner._scores([b"1.5e+15", b"7"]) == [1_500_000_000_000_000, 7]

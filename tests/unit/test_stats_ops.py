@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
+from webtier._core.protocol import Request, ScriptCall
 from webtier._ops import stats
-from webtier._protocol import Request, ScriptCall
 from webtier.config import Config, StatsSettings
 from webtier.errors import ConfigError, InvalidInput, ServerError
 

@@ -5,7 +5,8 @@ import threading
 import pytest
 
 from webtier.errors import InvalidInput, OutcomeUnknown, RedisUnavailable
-from webtier.recorder import FlushReport, Tally
+from webtier.recorder import Tally
+from webtier.types import FlushReport
 
 
 def test_sums_per_counter_and_granule() -> None:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from redis import exceptions as rx
 
-from webtier._protocol import Gather, Request, ScriptCall, read, write
-from webtier._scripts import Script
-from webtier._wire import (
+from webtier._core.protocol import Gather, Request, ScriptCall, read, write
+from webtier._core.scripts import Script
+from webtier._core.wire import (
     NOT_DONE,
     Address,
     Batch,

@@ -7,13 +7,14 @@ and cannot outlive it, so no cleaner can leave an orphaned cart behind.
 
 from __future__ import annotations
 
-from webtier._checks import check_integer
-from webtier._keys import check_name
+from webtier._core.checks import check_integer
+from webtier._core.keys import check_name
+from webtier._core.protocol import Op, Request, ScriptCall, read, write
+from webtier._core.scripts import Script
 from webtier._ops.sessions import Place, cart_of, fields_of, place, touch_request
-from webtier._protocol import Op, Request, ScriptCall, read, write
-from webtier._scripts import Script
 from webtier.config import Config
-from webtier.sessions import CartLimit, UnknownSession, new_session_id
+from webtier.errors import CartLimit, UnknownSession
+from webtier.sessions import new_session_id
 
 SET = Script.load("cart_set")
 CLEAR = Script.load("cart_clear")

@@ -19,17 +19,28 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from operator import itemgetter
 from typing import TypeVar
 
-from webtier import _checks
-from webtier._checks import MAX_INT, check_integer, check_limit
-from webtier._keys import check_name, check_names, shard_of
-from webtier._protocol import Arg, Gather, Op, Reply, Request, ScriptCall, pairs, read, text, write
-from webtier._scripts import Script
+from webtier._core import checks as _checks
+from webtier._core.checks import MAX_INT, check_integer, check_limit
+from webtier._core.keys import check_name, check_names, shard_of
+from webtier._core.protocol import (
+    Arg,
+    Gather,
+    Op,
+    Reply,
+    Request,
+    ScriptCall,
+    pairs,
+    read,
+    text,
+    write,
+)
+from webtier._core.scripts import Script
 from webtier.config import Config, CounterSettings
 from webtier.errors import InvalidInput, WebtierError
+from webtier.types import CounterCleanReport
 
 RECORD = Script.load("counter_record")
 CLEAN = Script.load("counter_clean")
@@ -44,16 +55,6 @@ MAX_TIME = _checks.MAX_TIME
 Sample = tuple[int, int]
 Entry = tuple[str, int, float]  # name, count, time
 X = TypeVar("X")
-
-
-@dataclass(frozen=True, slots=True)
-class CleanReport:
-    """What one cleanup pass did."""
-
-    counters: int  # counters visited (a counter seen twice by ZSCAN counts twice)
-    samples_dropped: int
-    counters_unlisted: int
-    seconds: float
 
 
 # -- argument checks ------------------------------------------------------------------
@@ -210,7 +211,7 @@ def due_precisions(settings: CounterSettings, pass_number: int) -> list[bool]:
 
 def clean(
     cfg: Config, pass_number: int = 0, now: float | None = None, batch: int = 500
-) -> Op[CleanReport]:
+) -> Op[CounterCleanReport]:
     """One cleanup pass over every shard: drop slices older than each due
     precision keeps (``now - samples * seconds``), and unlist counters left
     with no data, atomically, so a counter written meanwhile stays listed.
@@ -256,4 +257,4 @@ def clean(
             for ((counts),) in (yield tuple(calls)):
                 dropped += int(counts[0])
                 unlisted += int(counts[1])
-    return CleanReport(visited, dropped, unlisted, time.monotonic() - started)
+    return CounterCleanReport(visited, dropped, unlisted, time.monotonic() - started)

@@ -1,6 +1,6 @@
 """The page cache (Redis in Action 2.3): whole responses kept in Redis.
 
-Layout, per shard (:class:`webtier._keys.PageShard`): one string per page
+Layout, per shard (:class:`webtier._core.keys.PageShard`): one string per page
 (its copy, gzip-compressed when that pays), a render lock per page being
 rendered, a generation that every invalidation replaces (a random value), an
 index of the shard's pages and, per item, the set of its pages; index and
@@ -27,16 +27,15 @@ import struct
 import time
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
-from typing import Literal
 
-from webtier._keys import PageShard, check_name, shard_of
-from webtier._protocol import Call, Gather, Op, Reply, Request, ScriptCall, read, text, write
-from webtier._scripts import Script
+from webtier._core.keys import PageShard, check_name, shard_of
+from webtier._core.protocol import Call, Gather, Op, Reply, Request, ScriptCall, read, text, write
+from webtier._core.scripts import Script
 from webtier.config import Config
 from webtier.errors import InvalidInput
 from webtier.pagerules import BOOK_RULES, PageRequest, PageRules, Plan
+from webtier.types import Page, Rendered, Served
 
 CLAIM = Script.load("pagecache_claim")
 STORE = Script.load("pagecache_store")
@@ -44,7 +43,6 @@ RELEASE = Script.load("pagecache_release")
 # Jitter from a generator of its own: the application's random state is its own.
 _JITTER = random.Random()
 
-Outcome = Literal["HIT", "MISS", "STALE"]
 
 # A request waiting for another's render looks again after 2 ms, then twice
 # as long each time, up to 50 ms.
@@ -60,50 +58,6 @@ _HEADER = struct.Struct(">I")
 _NOT_STORED = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "date", "age", "x-cache"}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Rendered:
-    """A response the application produced.
-
-    ``ttl`` is how long it may be cached (seconds), None when it may not be:
-    the caller's policy decides, from its status and headers. ``sent`` is
-    True when it was streamed straight to the client (nothing to send)."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    body: bytes
-    ttl: float | None
-    sent: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Page:
-    """A cached copy of a response."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    body: bytes  # gzip-compressed when ``gzipped``
-    gzipped: bool
-    etag: str
-    stored: float  # epoch seconds
-    fresh_until: float  # epoch seconds
-
-    def plain_body(self) -> bytes:
-        return zlib.decompress(self.body, 31) if self.gzipped else self.body
-
-    def fresh(self, now: float) -> bool:
-        return now < self.fresh_until
-
-
-@dataclass(frozen=True, slots=True)
-class Served:
-    """What :func:`serve` did: the page to answer with (a cached copy, or the
-    render just stored), or the render that could not be stored."""
-
-    outcome: Outcome
-    page: Page | None = None
-    rendered: Rendered | None = None
 
 
 # -- copies ---------------------------------------------------------------------------------

@@ -14,11 +14,10 @@ the layout, the rescale's fence and the hot key.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from webtier._checks import check_limit
-from webtier._keys import check_name
-from webtier._protocol import (
+from webtier._core.checks import check_limit
+from webtier._core.keys import check_name
+from webtier._core.protocol import (
     Command,
     Gather,
     Op,
@@ -30,9 +29,10 @@ from webtier._protocol import (
     text,
     write,
 )
-from webtier._scripts import Script
+from webtier._core.scripts import Script
 from webtier.config import Config
 from webtier.errors import WebtierError
+from webtier.types import RescaleReport
 
 RESCALE = Script.load("ranking_rescale")
 UPKEEP = Script.load("ranking_upkeep")
@@ -129,17 +129,6 @@ def top_items(cfg: Config, n: int) -> Op[list[str]]:
 
 
 # -- rescale ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RescaleReport:
-    """What one call of :func:`rescale` found or did."""
-
-    done: bool  # True: this call rescaled; False: the period was rescaled already
-    period: int  # start of the server's current period, seconds since the epoch
-    removed: int  # items trimmed off the ranking
-    left: int  # items left in it (0 when not done)
-    next_in: float  # seconds until the next period begins, by the server's clock
 
 
 def rescale(cfg: Config) -> Op[RescaleReport]:

@@ -23,20 +23,19 @@ first value of a period.
 
 from __future__ import annotations
 
-import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Final
 
-from webtier._checks import check_limit, check_real
-from webtier._keys import check_name, check_names, check_stat_type, shard_of
-from webtier._protocol import Command, Op, Reply, Request, ScriptCall, pairs, read, text, write
-from webtier._scripts import Script
+from webtier._core.checks import check_limit, check_real
+from webtier._core.keys import check_name, check_names, check_stat_type, shard_of
+from webtier._core.protocol import Command, Op, Reply, Request, ScriptCall, pairs, read, text, write
+from webtier._core.scripts import Script
 from webtier.config import ACCESS_TIME, Config, StatsSettings
 from webtier.errors import InvalidInput, ServerError
 from webtier.histogram import Histogram, bucket_of, check_percent, is_bucket
+from webtier.types import Recorded, Summary
 
 RECORD = Script.load("stats_record")
 
@@ -54,105 +53,6 @@ guess_clock: Callable[[], float] = time.time
 
 
 # -- values ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """The period's record right after a value was added to it."""
-
-    start: int  # of the period, server time, seconds since the epoch
-    count: int
-    sum: float
-    m2: float  # sum of squared deviations from the mean
-
-    @property
-    def sumsq(self) -> float:
-        """Sum of the squares of the values (the book's ``sumsq``)."""
-        return self.m2 + self.sum * self.sum / self.count
-
-
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """Aggregates of one (context, type) over one or more periods.
-
-    ``mean`` and ``stddev`` follow the book (sample standard deviation,
-    dividing by ``count - 1 or 1``) but are computed from ``m2``, which stays
-    exact for large counts. Percentiles come from the histogram, within its
-    relative error (2% by default)."""
-
-    context: str
-    type: str
-    start: int  # start of the oldest period read, server time
-    periods: int  # how many periods were merged
-    count: int = 0
-    sum: float = 0.0
-    m2: float = 0.0
-    min: float | None = None
-    max: float | None = None
-    errors: int = 0  # samples recorded with failed=True (blocks that raised)
-    histogram: Histogram | None = None
-
-    @property
-    def mean(self) -> float | None:
-        return self.sum / self.count if self.count else None
-
-    @property
-    def sumsq(self) -> float:
-        return self.m2 + self.sum * self.sum / self.count if self.count else 0.0
-
-    @property
-    def stddev(self) -> float | None:
-        return math.sqrt(self.m2 / (self.count - 1 or 1)) if self.count else None
-
-    def percentile(self, percent: float) -> float | None:
-        """The ``percent`` percentile (0-100, nearest rank); ``None`` when
-        there are no samples or no histogram."""
-        if self.histogram is None:
-            return None
-        return self.histogram.percentile(percent, self.min, self.max)
-
-    def merge(self, other: Summary) -> Summary:
-        """Both summaries' samples as one (Chan et al.'s pairwise update)."""
-        if not other.count:
-            return self._widen(other)
-        if not self.count:
-            return other._widen(self)
-        count = self.count + other.count
-        delta = other.sum / other.count - self.sum / self.count
-        m2 = self.m2 + other.m2 + delta * delta * self.count * other.count / count
-        histogram = self.histogram
-        if histogram is not None and other.histogram is not None:
-            histogram = histogram.merge(other.histogram)
-        elif other.histogram is not None:
-            histogram = other.histogram
-        return Summary(
-            self.context,
-            self.type,
-            min(self.start, other.start),
-            self.periods + other.periods,
-            count,
-            self.sum + other.sum,
-            m2,
-            min(v for v in (self.min, other.min) if v is not None),
-            max(v for v in (self.max, other.max) if v is not None),
-            self.errors + other.errors,
-            histogram,
-        )
-
-    def _widen(self, empty: Summary) -> Summary:
-        return Summary(
-            self.context,
-            self.type,
-            min(self.start, empty.start),
-            self.periods + empty.periods,
-            self.count,
-            self.sum,
-            self.m2,
-            self.min,
-            self.max,
-            self.errors,
-            self.histogram,
-        )
 
 
 # -- argument checks ---------------------------------------------------------------------

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from webtier._protocol import Op, read, text, write
+from webtier._core.protocol import Op, read, text, write
 from webtier.config import Config
 
 DEAD_KEPT_MS = 86_400_000  # how long past its TTL a dead worker's index entry may stay

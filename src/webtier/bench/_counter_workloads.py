@@ -20,8 +20,8 @@ import redis
 from webtier.bench import book
 from webtier.bench._loops import Loop
 from webtier.connect import connect
-from webtier.recorder import FlushReport
 from webtier.sync import WebTier
+from webtier.types import FlushReport
 
 X = TypeVar("X")
 

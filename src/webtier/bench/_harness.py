@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import redis
 
-from webtier._protocol import Arg
+from webtier._core.protocol import Arg
 from webtier.bench._loops import Workers, Workload, run_loop
 from webtier.bench._machine import describe
 from webtier.bench._redis_benchmark import (

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import redis
 
-from webtier._protocol import Arg
+from webtier._core.protocol import Arg
 
 
 class Unsupported(Exception):

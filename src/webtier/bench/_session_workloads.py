@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier._ops.sessions import VIEWED_SLACK, timeouts
 from webtier.bench import book
 from webtier.bench._counter_workloads import client_on

@@ -19,13 +19,14 @@ from __future__ import annotations
 import time
 from functools import partial
 
+from webtier._core.protocol import Command, Request, ScriptCall
 from webtier._ops import counters
-from webtier._protocol import Command, Request, ScriptCall
 from webtier.bench import _counter_workloads as w
 from webtier.bench import book
 from webtier.bench._harness import Contender, Harness, Pass
 from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import Config
+from webtier.types import CounterCleanReport
 
 TITLE = "webtier bench counters"
 
@@ -192,7 +193,7 @@ def _reads(h: Harness) -> tuple[Measurement, Measurement]:
 
 def _cleanup(h: Harness) -> Row:
     size = h.settings.size(CLEANUP_COUNTERS)
-    reports: list[counters.CleanReport] = []
+    reports: list[CounterCleanReport] = []
 
     def prepare_ours() -> None:
         h.server.flush()

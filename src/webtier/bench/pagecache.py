@@ -25,8 +25,7 @@ from functools import partial
 
 import httpx
 
-from webtier._ops.pagecache import Rendered
-from webtier._protocol import Call
+from webtier._core.protocol import Call
 from webtier.bench import book
 from webtier.bench._counter_workloads import client_on, tier_on
 from webtier.bench._harness import Contender, Harness
@@ -36,6 +35,7 @@ from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import Config
 from webtier.pagerules import BOOK_RULES, PageRequest
 from webtier.testing import free_port
+from webtier.types import Rendered
 
 TITLE = "webtier bench pagecache"
 

@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 
 from webtier import shopdb
-from webtier._keys import shard_of
+from webtier._core.keys import shard_of
 from webtier.bench import _row_workloads as w
 from webtier.bench import book
 from webtier.bench._counter_workloads import client_on, tier_on

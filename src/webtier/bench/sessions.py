@@ -23,8 +23,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from functools import partial
 
+from webtier._core.protocol import Chain, Command, ScriptCall
 from webtier._ops import sessions as session_ops
-from webtier._protocol import Chain, Command, ScriptCall
 from webtier.bench import _session_workloads as w
 from webtier.bench import book
 from webtier.bench._counter_workloads import client_on

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from functools import partial
 
+from webtier._core.protocol import Command, Request, ScriptCall
 from webtier._ops import stats
-from webtier._protocol import Command, Request, ScriptCall
 from webtier.bench import _stats_workloads as w
 from webtier.bench._harness import Contender, Harness
 from webtier.bench._results import Goal, Measurement, Row

@@ -26,10 +26,18 @@ from dataclasses import dataclass, field
 from http.cookies import Morsel
 from typing import Any, Concatenate, Literal, ParamSpec, TypeAlias, TypeVar
 
-from webtier._deadline import check_limit
-from webtier._throttle import Throttle
-from webtier.errors import ConfigError, PartiallyApplied, RedisUnavailable, WebtierError
-from webtier.sessions import CartPolicy, LoginResult, UnknownSession, is_token
+from webtier._core.deadline import check_limit
+from webtier._core.throttle import Throttle
+from webtier.errors import (
+    ConfigError,
+    LateCookie,
+    PartiallyApplied,
+    RedisUnavailable,
+    UnknownSession,
+    WebtierError,
+)
+from webtier.sessions import CartPolicy, is_token
+from webtier.types import LoginResult
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -294,11 +302,6 @@ class Ask:
 
 
 Flow: TypeAlias = Generator[Ask, Any, T]
-
-
-class LateCookie(WebtierError, RuntimeError):
-    """A login or logout after the response's headers went out: the cookie
-    could not follow, so nothing was changed."""
 
 
 @dataclass

@@ -23,14 +23,14 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from webtier._deadline import time_limit
+from webtier._core.deadline import time_limit
+from webtier._core.protocol import Call
 from webtier._ops import pagecache
-from webtier._ops.pagecache import Outcome, Rendered, Served
-from webtier._protocol import Call
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.errors import WebtierError
 from webtier.pagerules import PageRequest, PageRules, Plan
 from webtier.recorder import AsyncRecorder
+from webtier.types import CacheStatus, Rendered, Served
 from webtier.web import pagecache_policy as policy
 
 
@@ -178,7 +178,7 @@ class PageCacheMiddleware:
         await send({"type": "http.response.start", "status": status, "headers": raw})
         await send({"type": "http.response.body", "body": body})
 
-    def _count(self, outcome: Outcome) -> None:
+    def _count(self, outcome: CacheStatus) -> None:
         name = self.policy.counter(outcome)
         if name is None:
             return

@@ -12,11 +12,12 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 
-from webtier._ops.pagecache import Outcome, Page, Rendered, stored_headers
-from webtier._throttle import Throttle
+from webtier._core.throttle import Throttle
+from webtier._ops.pagecache import stored_headers
 from webtier.config import Config, PageCacheSettings
 from webtier.errors import ConfigError
 from webtier.pagerules import PageRequest, PageRules, Plan, cache_directives
+from webtier.types import CacheStatus, Page, Rendered
 
 log = logging.getLogger("webtier.pagecache")
 
@@ -83,7 +84,7 @@ def _etag_matches(etag: str, if_none_match: str) -> bool:
 
 
 def page_response(
-    page: Page, request_headers: Mapping[str, str], outcome: Outcome, now: float | None = None
+    page: Page, request_headers: Mapping[str, str], outcome: CacheStatus, now: float | None = None
 ) -> tuple[int, list[tuple[str, str]], bytes]:
     """Status, headers and body answering a request from ``page``."""
     now = time.time() if now is None else now
@@ -131,7 +132,7 @@ class Policy:
             self.unkeyed.report(plan, request)
         return plan
 
-    def counter(self, outcome: Outcome) -> str | None:
+    def counter(self, outcome: CacheStatus) -> str | None:
         """The counter of an outcome, None when counting is off."""
         return COUNTERS[outcome] if self.settings.counters else None
 

@@ -18,15 +18,15 @@ from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
 from typing import Any, TypeAlias
 
-from webtier._deadline import time_limit
+from webtier._core.deadline import time_limit
+from webtier._core.protocol import Call
 from webtier._ops import pagecache
-from webtier._ops.pagecache import Rendered, Served
-from webtier._protocol import Call
 from webtier.config import PageCacheSettings
 from webtier.errors import WebtierError
 from webtier.pagerules import PageRequest, PageRules, Plan
 from webtier.recorder import Recorder
 from webtier.sync import WebTier
+from webtier.types import Rendered, Served
 from webtier.web import pagecache_policy as policy
 
 Environ: TypeAlias = dict[str, Any]

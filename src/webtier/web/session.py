@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from webtier.errors import LateCookie
 from webtier.web import _sessions as flows
 from webtier.web._sessions import (
     SESSION_KEY,
-    LateCookie,
     SessionOptions,
     SessionState,
     async_method,

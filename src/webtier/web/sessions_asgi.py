@@ -25,7 +25,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from webtier._deadline import time_limit
+from webtier._core.deadline import time_limit
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.web._sessions import (

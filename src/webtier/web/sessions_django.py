@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from webtier._deadline import time_limit
+from webtier._core.deadline import time_limit
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.web._sessions import UNAVAILABLE_BODY, Middleware, Where
 from webtier.web.session import Session

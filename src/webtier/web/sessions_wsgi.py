@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
-from webtier._deadline import time_limit
+from webtier._core.deadline import time_limit
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.sync import WebTier
 from webtier.web._sessions import (

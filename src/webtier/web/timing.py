@@ -36,7 +36,7 @@ from starlette.routing import BaseRoute, Host, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webtier import timing
-from webtier._deadline import check_limit, time_limit
+from webtier._core.deadline import check_limit, time_limit
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import ACCESS_TIME
 from webtier.errors import WebtierError

@@ -11,12 +11,14 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from webtier._keys import RowShard, check_list
-from webtier._ops.rows import (
+from webtier._core.keys import RowShard, check_list
+from webtier._core.protocol import Arg, Call, Gather, Op, ScriptCall, text, write
+from webtier._ops.rows.codec import encode
+from webtier._ops.rows.core import (
     CLAIM,
     bookkeeping_ms,
     first_line,
@@ -25,29 +27,10 @@ from webtier._ops.rows import (
     store_request,
     to_ms,
 )
-from webtier._protocol import Arg, Call, Gather, Op, ScriptCall, text, write
-from webtier._rowjson import encode
 from webtier.config import Config
 from webtier.errors import InvalidInput, SourceError, WebtierError
 from webtier.rowsource import Row, Source, check_source
-
-
-@dataclass(frozen=True, slots=True)
-class RefreshReport:
-    """What a refresh did."""
-
-    claimed: int = 0  # rows taken from the schedule
-    stored: int = 0  # fresh copies stored
-    removed: int = 0  # rows gone from the database, so removed from the cache
-    fenced: int = 0  # loads not stored: the row changed or was loaded again meanwhile
-    dropped: int = 0  # rows scheduled without a delay, unscheduled (the book's crash)
-    failed: int = 0  # rows whose load failed, to be retried with backoff
-    seconds: float = 0.0
-
-    def __add__(self, other: RefreshReport) -> RefreshReport:
-        return RefreshReport(
-            *(getattr(self, f.name) + getattr(other, f.name) for f in fields(self))
-        )
+from webtier.types import RefreshReport
 
 
 @dataclass(frozen=True, slots=True)

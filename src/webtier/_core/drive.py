@@ -1,15 +1,15 @@
 """The only code that talks to Redis: executors for the actions of
-:mod:`webtier._wire`, and the loops that drive operations through them.
+:mod:`webtier._core.wire`, and the loops that drive operations through them.
 
 An executor writes a pipeline on a connection it takes from redis-py's pool
-(the sync one keeps it for a later call: see :mod:`webtier._connections`)
+(the sync one keeps it for a later call: see :mod:`webtier._core.redispy`)
 and reads the replies itself. It never goes through ``execute_command``:
 redis-py retries there after a timeout and would apply an increment twice.
-Whether to send again is decided in :mod:`webtier._wire` alone.
+Whether to send again is decided in :mod:`webtier._core.wire` alone.
 
 Four executors (sync and asyncio, single server and Cluster) differ only in
 how they find a connection; everything else is shared. The loops also carry
-out an operation's :class:`~webtier._protocol.Call` (a database query): in
+out an operation's :class:`~webtier._core.protocol.Call` (a database query): in
 the caller's thread, or in a worker thread under asyncio.
 """
 
@@ -29,10 +29,10 @@ import redis.asyncio.cluster
 import redis.cluster
 from redis import exceptions as rx
 
-from webtier._connections import checkin, checkout, pack
-from webtier._deadline import Budget, current_limit, publish, unpublish
-from webtier._protocol import Call, Command, Op, Reply, Step
-from webtier._wire import (
+from webtier._core.deadline import Budget, current_limit, publish, unpublish
+from webtier._core.protocol import Call, Command, Op, Reply, Step
+from webtier._core.redispy import checkin, checkout, pack
+from webtier._core.wire import (
     NOT_DONE,
     Action,
     Address,

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
-from webtier._scripts import Script
+from webtier._core.scripts import Script
 from webtier.errors import OutcomeUnknown, PartiallyApplied, WebtierError
 
 Arg: TypeAlias = bytes | str | int | float

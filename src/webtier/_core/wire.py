@@ -1,6 +1,6 @@
 """How a step of an operation reaches Redis, decided without doing any I/O.
 
-:func:`exchange` turns a :class:`~webtier._protocol.Request` (or a tuple of
+:func:`exchange` turns a :class:`~webtier._core.protocol.Request` (or a tuple of
 them) into actions for an executor (send a pipeline, locate nodes, refresh the
 cluster map, sleep) and reads the outcomes. It owns every policy about
 failures, so the sync and asyncio executors stay a few lines each:
@@ -30,7 +30,7 @@ from typing import Any, TypeAlias
 
 from redis import exceptions as rx
 
-from webtier._protocol import Chain, Command, Gather, Reply, Request, ScriptCall, Step
+from webtier._core.protocol import Chain, Command, Gather, Reply, Request, ScriptCall, Step
 from webtier.config import RetryPolicy
 from webtier.errors import (
     ConfigError,

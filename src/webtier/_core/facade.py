@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
-from webtier._protocol import Op
+from webtier._core.protocol import Op
 from webtier.config import Config
 
 P = ParamSpec("P")

@@ -1,10 +1,10 @@
 """The row cache (Redis in Action 2.4): database rows kept fresh in Redis.
 
 Layout, per row source and shard ``crc32(key) % shards`` (see
-:class:`webtier._keys.RowShard`): a schedule (``due`` zset, ``delay`` hash),
+:class:`webtier._core.keys.RowShard`): a schedule (``due`` zset, ``delay`` hash),
 the loads in flight (``fill`` tickets, ``lease`` deadlines), failure counts,
 a ticket sequence, and one string per cached row holding its JSON
-(:mod:`webtier._rowjson`). Every operation touches one shard, so one slot.
+(:mod:`webtier._ops.rows.codec`). Every operation touches one shard, so one slot.
 
 Every load of a row from the database, by a worker, a reader on a miss, or
 ``refresh_now``, first takes a *ticket* for the row in Redis, then queries,
@@ -14,7 +14,7 @@ read the database before a write can never overwrite the copy of a load
 that read it after (docs/rows.md walks through the interleavings).
 
 This module has the schedule, the reads and the write path; the workers'
-refresh is :mod:`webtier._ops.row_refresh`.
+refresh is :mod:`webtier._ops.rows.refresh`.
 """
 
 from __future__ import annotations
@@ -24,18 +24,18 @@ import secrets
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from webtier._checks import check_real
-from webtier._keys import RowShard, check_list, shard_of
-from webtier._protocol import Arg, Call, Op, Reply, Request, ScriptCall, read, text, write
-from webtier._rowjson import decode, encode
-from webtier._scripts import Script
+from webtier._core.checks import check_real
+from webtier._core.keys import RowShard, check_list, shard_of
+from webtier._core.protocol import Arg, Call, Op, Reply, Request, ScriptCall, read, text, write
+from webtier._core.scripts import Script
+from webtier._ops.rows.codec import decode, encode
 from webtier.config import Config, RowSettings
 from webtier.errors import SourceError
 from webtier.rowsource import Source, check_source
+from webtier.types import RowStatus
 
 CLAIM = Script.load("row_claim")
 STORE = Script.load("row_store")
@@ -50,15 +50,6 @@ BOOKKEEPING_DAYS = 1  # the least a shard's bookkeeping of loads outlives its la
 # each time, up to 50 ms.
 FIRST_PAUSE = 0.002
 LONGEST_PAUSE = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class RowStatus:
-    """How many rows of a source are scheduled, due, and being loaded."""
-
-    scheduled: int
-    due: int  # due now and not claimed yet
-    loading: int  # loads in flight (claimed by a worker, or read through)
 
 
 # -- arguments ------------------------------------------------------------------------

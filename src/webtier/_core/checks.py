@@ -1,6 +1,6 @@
 """Checks of the numbers users pass, shared by every operation.
 
-Names, ids and lists of names are checked in :mod:`webtier._keys`, next to
+Names, ids and lists of names are checked in :mod:`webtier._core.keys`, next to
 the keys they become; settings in :mod:`webtier.config`. Every check here
 raises :class:`~webtier.errors.InvalidInput` (naming the argument) or
 returns a plain ``int`` or ``float``, so no other error can come out of a

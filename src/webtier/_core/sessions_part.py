@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from webtier._facade import Part
+from webtier._core.facade import Part
+from webtier._core.protocol import Op
 from webtier._ops import sessions as session_ops
-from webtier._protocol import Op
 from webtier.config import Config
 from webtier.ranking import ViewCounter
 

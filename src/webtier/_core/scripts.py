@@ -1,4 +1,4 @@
-"""Lua scripts, one file each in ``webtier/scripts``, run by SHA.
+"""Lua scripts, one file each in ``webtier/_core/lua``, run by SHA.
 
 A script is loaded from the package once, at import of the module that uses
 it, and kept as an immutable value; there is no registry. The transport sends
@@ -24,7 +24,7 @@ class Script:
 
     @classmethod
     def load(cls, name: str) -> Script:
-        source = files("webtier.scripts").joinpath(f"{name}.lua").read_bytes()
+        source = files("webtier._core.lua").joinpath(f"{name}.lua").read_bytes()
         return cls(name, source, hashlib.sha1(source).hexdigest())  # noqa: S324 (Redis names scripts by SHA-1)
 
     def constant(self, name: str) -> int:

@@ -39,7 +39,7 @@ import hiredis
 from redis import ConnectionPool
 from redis import exceptions as rx
 
-from webtier._protocol import Command
+from webtier._core.protocol import Command
 
 _HAS_POLL = hasattr(select, "poll")
 
