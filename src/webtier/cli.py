@@ -119,13 +119,17 @@ def main(
 
 
 @contextlib.contextmanager
-def stop_on_signals(request_stop: Callable[[], None]) -> Iterator[None]:
+def stop_on_signals(
+    request_stop: Callable[[], None], request_force_stop: Callable[[], None] | None = None
+) -> Iterator[None]:
     """First SIGINT/SIGTERM: warm stop. Second: cold stop (raises ColdStop)."""
     asked = False
 
     def handler(signum: int, frame: types.FrameType | None) -> None:
         nonlocal asked
         if asked:
+            if request_force_stop is not None:
+                request_force_stop()
             raise ColdStop
         asked = True
         click.echo("stopping after the current step (signal again to stop now)", err=True)
@@ -154,7 +158,7 @@ def worker(edge: Edge, jobs: tuple[str, ...], once: bool, heartbeat: float) -> N
         runner = Worker(tier, chosen, heartbeat=heartbeat, once=once)
         click.echo(f"worker {runner.id}: {', '.join(j.name for j in chosen)}", err=True)
         try:
-            with stop_on_signals(runner.request_stop):
+            with stop_on_signals(runner.request_stop, runner.request_force_stop):
                 runner.run()
         except ColdStop:
             click.echo("stopped at once", err=True)
