@@ -31,7 +31,7 @@ from redis import exceptions as rx
 
 from webtier._core.deadline import Budget, current_limit, publish, unpublish
 from webtier._core.protocol import Call, Command, Op, Reply, Step
-from webtier._core.redispy import checkin, checkout, pack
+from webtier._core.redispy import checkin, checkout, pack, reply_reader
 from webtier._core.wire import (
     NOT_DONE,
     Action,
@@ -158,10 +158,7 @@ def _pipeline(pool: Any, commands: Sequence[Command], budget: Budget | None = No
     replies: list[Reply] = []
     try:
         conn.send_packed_command(pack(conn, commands))
-        # From the parser itself: it hands error replies over as values, where
-        # the connection's read_response raises them (and formats its address
-        # for a message, on every reply). Link failures are handled below.
-        read = conn._parser.read_response
+        read = reply_reader(conn)  # error replies as values; link failures below
         for _ in commands:
             try:
                 if budget is None:
