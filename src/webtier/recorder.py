@@ -29,7 +29,9 @@ from typing import Any
 from webtier._core.keys import check_name
 from webtier._core.protocol import Op
 from webtier._ops import counters
-from webtier.config import Config, _is_int, _is_seconds
+from webtier.config import Config
+from webtier.config.validate import is_int as _is_int
+from webtier.config.validate import is_seconds as _is_seconds
 from webtier.errors import ConfigError, OutcomeUnknown, RedisUnavailable, WebtierError
 from webtier.types import FlushReport
 
