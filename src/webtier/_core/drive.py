@@ -50,7 +50,7 @@ from webtier._core.wire import (
     settled,
 )
 from webtier.config import RetryPolicy
-from webtier.errors import ConfigError, WebtierError
+from webtier.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -95,10 +95,14 @@ def _call(op: Op[Any], call: Call, budget: Budget | None) -> Step | Call:
     return op.send(result)
 
 
-def _throw(op: Op[Any], error: BaseException) -> Step | Call:
-    """Throw an exchange's failure into ``op`` (which may handle it), as the
-    webtier error it means."""
-    return op.throw(as_webtier_error(error))
+def _throw(op: Op[Any], error: Exception) -> Step | Call:
+    """Throw a step's failure into ``op``, at its ``yield``, where it may
+    handle it (a web flow serves a visitor as anonymous on
+    ``RedisUnavailable``): a redis-py or OS error as the webtier error it
+    means, anything else as it is. An op that does not catch it raises it."""
+    if isinstance(error, _UNREACHABLE):
+        error = as_webtier_error(error)
+    return op.throw(error)
 
 
 def _late(outcome: Outcome, budget: Budget | None) -> Outcome:
@@ -218,9 +222,7 @@ class SyncTransport:
                     continue
                 try:
                     replies = self.exchange(step, budget)
-                except WebtierError as error:
-                    step = op.throw(error)
-                except _UNREACHABLE as error:
+                except Exception as error:
                     step = _throw(op, error)
                 else:
                     step = op.send(replies)
@@ -407,10 +409,8 @@ class AsyncTransport:
                     continue
                 try:
                     replies = await self.exchange(step, budget)
-                except WebtierError as failure:
-                    step = op.throw(failure)
-                except _UNREACHABLE as failure:
-                    step = _throw(op, failure)
+                except Exception as error:
+                    step = _throw(op, error)
                 else:
                     step = op.send(replies)
         except StopIteration as done:
