@@ -29,11 +29,7 @@ import redis.asyncio.cluster
 import redis.cluster
 from redis import exceptions as rx
 
-from webtier._core.deadline import Budget, current_limit, publish, unpublish
-from webtier._core.protocol import Call, Command, Op, Reply, Step
-from webtier._core.redispy import checkin, checkout, pack, reply_reader
-from webtier._core.wire import (
-    NOT_DONE,
+from webtier._core.actions import (
     Action,
     Address,
     Batch,
@@ -43,12 +39,12 @@ from webtier._core.wire import (
     Send,
     Sleep,
     TimeLimitReached,
-    as_webtier_error,
-    exchange,
-    flat,
-    planned,
-    settled,
 )
+from webtier._core.deadline import Budget, current_limit, publish, unpublish
+from webtier._core.protocol import Call, Command, Op, Reply, Step
+from webtier._core.redis_errors import as_webtier_error
+from webtier._core.redispy import checkin, checkout, pack, reply_reader
+from webtier._core.wire import NOT_DONE, exchange, flat, planned, settled
 from webtier.config import RetryPolicy
 from webtier.errors import ConfigError
 

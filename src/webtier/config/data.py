@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -111,6 +112,16 @@ class RetryPolicy:
         require(is_int(self.attempts) and 0 <= self.attempts <= 100, "attempts must be 0..100")
         require(0 <= self.backoff <= self.backoff_cap, "need 0 <= backoff <= backoff_cap")
         check_limit(self.time_limit, "time_limit")
+
+    def pause_before(self, failures: int) -> float:
+        """Seconds to wait before try number ``failures + 1`` (jittered doubling)."""
+        ceiling = min(self.backoff_cap, self.backoff * 2 ** (failures - 1))
+        return _JITTER.uniform(ceiling / 2, ceiling)
+
+
+# A generator of webtier's own: a library must not move the application's
+# global random state (tests that replay it, Hypothesis among them, notice).
+_JITTER = random.Random()
 
 
 # -- row cache --------------------------------------------------------------------------
