@@ -14,9 +14,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-
+from webtier._core.extras import extra_needed
 from webtier.sqlsource import SqlSource
+
+with extra_needed("sql", "the demo shop's database"):
+    import sqlalchemy as sa
 
 metadata = sa.MetaData()
 
