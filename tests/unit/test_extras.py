@@ -58,3 +58,42 @@ def test_a_module_no_extra_provides_keeps_its_error() -> None:
     with pytest.raises(ModuleNotFoundError) as caught, extra_needed("sql", "SQL row sources"):
         raise ModuleNotFoundError("No module named 'nonesuch'", name="nonesuch")
     assert not isinstance(caught.value, MissingExtra)
+
+
+def webtier_command(*args: str, blocked: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The ``webtier`` console script's entry point, with one module made
+    unimportable (as if its extra were not installed); it prints which of the
+    heavy modules it imported."""
+    block = "" if blocked is None else f"sys.modules[{blocked!r}] = None\n"
+    return python(
+        "import atexit, sys\n"
+        f"{block}"
+        f"sys.argv = ['webtier', *{list(args)!r}]\n"
+        "atexit.register(lambda: print(sorted({m.partition('.')[0] for m in sys.modules}\n"
+        f"    & set({HEAVY!r})), 'webtier.bench' in sys.modules))\n"
+        "from webtier.__main__ import main\n"
+        "main()\n"
+    )
+
+
+def test_webtier_help_imports_no_sql_web_or_bench() -> None:
+    done = webtier_command("--help")
+    assert done.returncode == 0, done.stderr
+    assert "bench" in done.stdout
+    assert done.stdout.splitlines()[-1] == "['click'] False"
+
+
+def test_the_command_without_the_cli_extra_is_one_line() -> None:
+    done = webtier_command("--help", blocked="click")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "webtier[cli] is needed for the webtier command: pip install 'webtier[cli]'\n"
+    )
+
+
+def test_a_command_without_its_extra_is_one_line() -> None:
+    done = webtier_command("rows", "init", blocked="sqlalchemy")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "Error: webtier[sql] is needed for the row cache commands: pip install 'webtier[sql]'\n"
+    )

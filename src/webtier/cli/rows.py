@@ -2,25 +2,18 @@
 
 The database is ``--database`` (``WEBTIER_DATABASE_URL``), else the demo's
 SQLite file; ``webtier rows init`` creates and seeds it. ``webtier worker``
-then keeps the scheduled rows fresh.
+then keeps the scheduled rows fresh. SQLAlchemy is imported by the commands
+that run, never by ``webtier --help``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import click
 
-if TYPE_CHECKING:
-    from webtier.cli import Edge
-    from webtier.sqlsource import SqlSource
-
-
-def _source(edge: Edge) -> SqlSource:
-    from webtier import shopdb
-
-    return shopdb.inventory_source(edge.database_url())
+from webtier._core.extras import extra_needed
+from webtier.cli.shared import SharedOptions, pass_options
 
 
 def _fail(error: Exception) -> click.ClickException:
@@ -35,15 +28,16 @@ def rows() -> None:
 @rows.command("init")
 @click.option("--items", default=1000, show_default=True, help="Items 1..N to have in stock.")
 @click.option("--reset", is_flag=True, help="Drop the inventory table first.")
-@click.pass_obj
-def init(edge: Edge, items: int, reset: bool) -> None:
+@pass_options
+def init(options: SharedOptions, items: int, reset: bool) -> None:
     """Create the shop's database and seed its inventory."""
-    import sqlalchemy as sa
+    with extra_needed("sql", "the row cache commands"):
+        import sqlalchemy as sa
 
     from webtier import shopdb
 
     try:
-        engine = sa.create_engine(edge.database_url())
+        engine = sa.create_engine(options.database_url())
     except sa.exc.SQLAlchemyError as error:
         raise _fail(error) from error
     try:
@@ -61,12 +55,12 @@ def init(edge: Edge, items: int, reset: bool) -> None:
 @click.option(
     "--delay", type=float, required=True, help="Seconds between refreshes; <= 0 unschedules."
 )
-@click.pass_obj
-def schedule(edge: Edge, item_ids: tuple[int, ...], every: bool, delay: float) -> None:
+@pass_options
+def schedule(options: SharedOptions, item_ids: tuple[int, ...], every: bool, delay: float) -> None:
     """Refresh ITEM_IDS (or --all) every --delay seconds."""
-    source = _source(edge)
+    source = options.inventory()
     if every:
-        import sqlalchemy as sa
+        import sqlalchemy as sa  # there: the inventory source needs it
 
         from webtier import shopdb
 
@@ -77,7 +71,7 @@ def schedule(edge: Edge, item_ids: tuple[int, ...], every: bool, delay: float) -
             raise _fail(error) from error
     if not item_ids:
         raise click.UsageError("name item ids, or --all")
-    with edge.tier() as tier:
+    with options.tier() as tier:
         for item_id in item_ids:
             tier.rows.schedule(source, item_id, delay)
     verb = "scheduled" if delay > 0 else "unscheduled"
@@ -85,12 +79,12 @@ def schedule(edge: Edge, item_ids: tuple[int, ...], every: bool, delay: float) -
 
 
 @rows.command("refresh")
-@click.pass_obj
-def refresh(edge: Edge) -> None:
+@pass_options
+def refresh(options: SharedOptions) -> None:
     """Refresh every scheduled row that is due now, once (the worker does it
     continuously)."""
-    source = _source(edge)
-    with edge.tier() as tier:
+    source = options.inventory()
+    with options.tier() as tier:
         report = tier.rows.refresh_due([source])
     click.echo(
         f"{report.claimed} due: {report.stored} stored, {report.removed} removed, "
@@ -102,11 +96,11 @@ def refresh(edge: Edge) -> None:
 @rows.command("show")
 @click.argument("item_id", type=int)
 @click.option("--load", is_flag=True, help="On a miss, read the row from the database.")
-@click.pass_obj
-def show(edge: Edge, item_id: int, load: bool) -> None:
+@pass_options
+def show(options: SharedOptions, item_id: int, load: bool) -> None:
     """The cached copy of ITEM_ID, as JSON (exit status 1 if none)."""
-    with edge.tier() as tier:
-        row = tier.rows.get(_source(edge), item_id, load=load)
+    with options.tier() as tier:
+        row = tier.rows.get(options.inventory(), item_id, load=load)
     if row is None:
         raise click.ClickException(f"item {item_id} is not cached")
     click.echo(json.dumps(row, default=str, indent=2))
@@ -114,19 +108,19 @@ def show(edge: Edge, item_id: int, load: bool) -> None:
 
 @rows.command("invalidate")
 @click.argument("item_ids", nargs=-1, type=int, required=True)
-@click.pass_obj
-def invalidate(edge: Edge, item_ids: tuple[int, ...]) -> None:
+@pass_options
+def invalidate(options: SharedOptions, item_ids: tuple[int, ...]) -> None:
     """Drop the cached copies of ITEM_IDS (after changing them in the database)."""
-    source = _source(edge)
-    with edge.tier() as tier:
+    source = options.inventory()
+    with options.tier() as tier:
         dropped = sum(tier.rows.invalidate(source, item_id) for item_id in item_ids)
     click.echo(f"{dropped} cached copies dropped")
 
 
 @rows.command("status")
-@click.pass_obj
-def status(edge: Edge) -> None:
+@pass_options
+def status(options: SharedOptions) -> None:
     """How many rows are scheduled, due and being loaded."""
-    with edge.tier() as tier:
-        now = tier.rows.status(_source(edge))
+    with options.tier() as tier:
+        now = tier.rows.status(options.inventory())
     click.echo(f"scheduled {now.scheduled}  due {now.due}  loading {now.loading}")

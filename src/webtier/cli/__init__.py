@@ -1,0 +1,45 @@
+"""The ``webtier`` command (also ``python -m webtier``).
+
+Options shared by every command are declared once, on the group
+(:mod:`webtier.cli.group`), and read from the environment there, at the edge:
+``--url`` (``WEBTIER_REDIS_URL``), ``--data-dir`` (``WEBTIER_DATA_DIR``),
+``--prefix`` (``WEBTIER_PREFIX``). Without a URL, commands use webtier's
+embedded redis-server in the data directory; several webtier processes
+share it. Each command group is a module of this package; this one only
+puts them together. Needs the ``cli`` extra (click and rich).
+"""
+
+from __future__ import annotations
+
+from webtier._core.extras import extra_needed
+
+with extra_needed("cli", "the webtier command"):
+    import click
+
+from webtier.cli import counters, demo, ranking, rows, sessions, stats, workers
+from webtier.cli.group import LazyCommand, main
+
+__all__ = ["main"]
+
+
+def _bench() -> click.Command:
+    from webtier.bench.cli import bench
+
+    return bench
+
+
+for command in (
+    workers.worker,
+    workers.workers,
+    demo.demo,
+    workers.server,
+    rows.rows,
+    counters.counters,
+    stats.stats,
+    ranking.ranking,
+    sessions.sessions,
+):
+    main.add_command(command)
+main.add_command(
+    LazyCommand("bench", _bench, "Benchmarks: webtier against the book's listings on a real Redis.")
+)
