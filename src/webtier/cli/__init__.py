@@ -11,6 +11,7 @@ puts them together. Needs the ``cli`` extra (click and rich).
 
 from __future__ import annotations
 
+from webtier._core.compat import moved
 from webtier._core.extras import extra_needed
 
 with extra_needed("cli", "the webtier command"):
@@ -20,6 +21,17 @@ from webtier.cli import counters, demo, ranking, rows, sessions, stats, workers
 from webtier.cli.group import LazyCommand, main
 
 __all__ = ["main"]
+
+# Names of the single-module CLI this package replaced.
+__getattr__ = moved(
+    __name__,
+    {
+        "Edge": "webtier.cli.shared:SharedOptions",
+        "pass_edge": "webtier.cli.shared:pass_options",
+        "shop_db_path": "webtier.cli.shared:shop_db_path",
+        "stop_on_signals": "webtier.cli.signals:stop_on_signals",
+    },
+)
 
 
 def _bench() -> click.Command:
