@@ -15,7 +15,7 @@ from webtier.cli.shared import SharedOptions, pass_options
 @pass_options
 def demo(options: SharedOptions, duration: float | None, rate: float) -> None:
     """Simulated shop traffic recorded into counters, shown live."""
-    from webtier.demo import run_demo  # imports rich: only when the demo runs
+    from webtier.demo.traffic import run_demo  # imports rich: only when the demo runs
 
     with options.tier() as tier:
         run_demo(tier, duration=duration, rate=rate)

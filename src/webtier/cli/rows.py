@@ -34,7 +34,7 @@ def init(options: SharedOptions, items: int, reset: bool) -> None:
     with extra_needed("sql", "the row cache commands"):
         import sqlalchemy as sa
 
-    from webtier import shopdb
+    from webtier.demo import shopdb
 
     try:
         engine = sa.create_engine(options.database_url())
@@ -62,7 +62,7 @@ def schedule(options: SharedOptions, item_ids: tuple[int, ...], every: bool, del
     if every:
         import sqlalchemy as sa  # there: the inventory source needs it
 
-        from webtier import shopdb
+        from webtier.demo import shopdb
 
         try:
             with source.engine.connect() as conn:

@@ -59,7 +59,7 @@ class SharedOptions:
 
     def inventory(self) -> SqlSource:
         """The shop's inventory table, as a row source."""
-        from webtier import shopdb  # imports SQLAlchemy: only for commands that need it
+        from webtier.demo import shopdb  # imports SQLAlchemy: only for commands that need it
 
         return shopdb.inventory_source(self.database_url())
 
