@@ -70,7 +70,7 @@ def webtier_command(*args: str, blocked: str | None = None) -> subprocess.Comple
         f"{block}"
         f"sys.argv = ['webtier', *{list(args)!r}]\n"
         "atexit.register(lambda: print(sorted({m.partition('.')[0] for m in sys.modules}\n"
-        f"    & set({HEAVY!r})), 'webtier.bench' in sys.modules))\n"
+        f"    & set({HEAVY!r})), 'benchmarks' in sys.modules))\n"
         "from webtier.__main__ import main\n"
         "main()\n"
     )

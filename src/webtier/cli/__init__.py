@@ -14,10 +14,11 @@ from __future__ import annotations
 from webtier._core.compat import moved
 from webtier._core.extras import extra_needed
 
+# Before the command modules, which import click: without it, one line.
 with extra_needed("cli", "the webtier command"):
-    import click
+    import click  # noqa: F401
 
-from webtier.cli import counters, demo, ranking, rows, sessions, stats, workers
+from webtier.cli import bench, counters, demo, ranking, rows, sessions, stats, workers
 from webtier.cli.group import LazyCommand, main
 
 __all__ = ["main"]
@@ -34,12 +35,6 @@ __getattr__ = moved(
 )
 
 
-def _bench() -> click.Command:
-    from webtier.bench.cli import bench
-
-    return bench
-
-
 for command in (
     workers.worker,
     workers.workers,
@@ -52,6 +47,4 @@ for command in (
     sessions.sessions,
 ):
     main.add_command(command)
-main.add_command(
-    LazyCommand("bench", _bench, "Benchmarks: webtier against the book's listings on a real Redis.")
-)
+main.add_command(LazyCommand("bench", bench.bench, bench.SHORT_HELP))

@@ -14,9 +14,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from webtier.bench import book
-from webtier.bench._counter_workloads import client_on, tier_on
-from webtier.bench._loops import Loop
+from benchmarks import book
+from benchmarks._counter_workloads import client_on, tier_on
+from benchmarks._loops import Loop
 from webtier.demo import shopdb
 
 READS_PER_STEP = 10
