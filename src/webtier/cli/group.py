@@ -14,8 +14,8 @@ from webtier.cli.shared import SharedOptions
 from webtier.errors import MissingExtra
 
 
-class ExtraMissing(click.ClickException):
-    """A command needs an extra that is not installed: its one-line message,
+class ExitForMissingExtra(click.ClickException):
+    """Click's form of :class:`MissingExtra`: its one-line message and
     exit status 2 (as for a usage error: nothing was done)."""
 
     exit_code = 2
@@ -46,7 +46,7 @@ class CommandGroup(click.Group):
         try:
             return super().invoke(ctx)
         except MissingExtra as missing:
-            raise ExtraMissing(str(missing)) from missing
+            raise ExitForMissingExtra(str(missing)) from missing
 
 
 @click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
