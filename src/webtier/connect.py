@@ -41,7 +41,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from webtier._core.deadline import time_left
-from webtier._core.wire import as_webtier_error
+from webtier._core.redis_errors import as_webtier_error
 from webtier.config import Config
 from webtier.errors import ConfigError
 

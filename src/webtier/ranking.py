@@ -189,7 +189,8 @@ class _TopBase:
 class TopItems(_TopBase):
     """A copy of the ``n`` most viewed items, refreshed by a daemon thread
     every ``refresh`` seconds: open one with ``tier.ranking.top_items()``.
-    Loaded once before the constructor returns (if Redis answers)."""
+    The thread loads it at once (call :meth:`refresh_now` to wait for a
+    copy); the constructor does no I/O, like :class:`AsyncTopItems`'s."""
 
     def __init__(
         self, run: Callable[[Op[Any]], Any], config: Config, n: int, refresh: float
@@ -197,7 +198,6 @@ class TopItems(_TopBase):
         super().__init__(config, n, refresh)
         self._run = run
         self._closed = threading.Event()
-        self.refresh_now()
         self._thread = threading.Thread(target=self._loop, name="webtier-top-items", daemon=True)
         self._thread.start()
 
@@ -215,11 +215,12 @@ class TopItems(_TopBase):
             self._thread.join()
 
     def _loop(self) -> None:
-        while not self._closed.wait(self.refresh):
+        while not self._closed.is_set():
             try:
                 self.refresh_now()
             except Exception:  # the thread must outlive a bug in one refresh
                 log.exception("top items refresh failed")
+            self._closed.wait(self.refresh)
 
     def __enter__(self) -> TopItems:
         return self
@@ -247,6 +248,7 @@ class AsyncTopItems(_TopBase):
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="webtier-top-items")
 
     async def refresh_now(self) -> bool:
+        """Load the set now; False (and the last copy kept) if Redis failed."""
         try:
             await self._run(self._load())
         except WebtierError as error:

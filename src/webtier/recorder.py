@@ -29,7 +29,9 @@ from typing import Any
 from webtier._core.keys import check_name
 from webtier._core.protocol import Op
 from webtier._ops import counters
-from webtier.config import Config, _is_int, _is_seconds
+from webtier.config import Config
+from webtier.config.validate import is_int as _is_int
+from webtier.config.validate import is_seconds as _is_seconds
 from webtier.errors import ConfigError, OutcomeUnknown, RedisUnavailable, WebtierError
 from webtier.types import FlushReport
 
@@ -250,6 +252,8 @@ class AsyncRecorder(_RecorderBase):
 
     Create it inside a running loop, call :meth:`incr` from that loop's
     thread, and ``await aclose()`` (or use ``async with``) before the loop ends.
+    A process killed by SIGTERM ends no loop gracefully: call
+    :meth:`flush_on_signals` to flush first.
     """
 
     _wake: asyncio.Event
@@ -266,6 +270,7 @@ class AsyncRecorder(_RecorderBase):
         self._run = run
         self._flushing = asyncio.Lock()
         self._closed = False
+        self._signalled: asyncio.Task[None] | None = None  # the close a signal started
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="webtier-recorder")
 
     async def flush(self) -> FlushReport:
@@ -283,6 +288,33 @@ class AsyncRecorder(_RecorderBase):
         self._wake.set()
         await self._task
         return await self.flush()
+
+    def flush_on_signals(self, *signals: int) -> None:
+        """Flush before the process dies of these signals (default SIGTERM).
+
+        Opt-in, from the loop's thread (the main thread). On the signal the
+        recorder is closed in a task of the loop; then the previous handler
+        runs, or, where there was none, the process exits with the signal's
+        usual status."""
+        loop = asyncio.get_running_loop()
+        for number in signals or (signal.SIGTERM,):
+            previous = signal.getsignal(number)
+
+            async def close_then_die(signum: int = number, previous: Any = previous) -> None:
+                try:
+                    await self.aclose()
+                finally:
+                    loop.remove_signal_handler(signum)
+                    if callable(previous):
+                        previous(signum, None)
+                    elif previous != signal.SIG_IGN:
+                        signal.signal(signum, signal.SIG_DFL)
+                        signal.raise_signal(signum)
+
+            def handler(close: Callable[[], Coroutine[Any, Any, None]] = close_then_die) -> None:
+                self._signalled = loop.create_task(close(), name="webtier-recorder-signal")
+
+            loop.add_signal_handler(number, handler)
 
     async def _loop(self) -> None:
         while True:

@@ -1,3 +1,4 @@
+# Generated from aio.py by scripts/unasync.py: edit aio.py, then run the script.
 """The sync API: :class:`WebTier` over a sync redis-py client.
 
 :mod:`webtier.aio` has the same classes and method names for asyncio; both
@@ -37,7 +38,8 @@ class Counters(Part):
     clean = sync_op(counters.clean)
 
     def recorder(self, *, flush_interval: float = 0.1, max_pending: int = 10_000) -> Recorder:
-        """A batched recorder for hot counters: see :class:`webtier.recorder.Recorder`."""
+        """A batched recorder for hot counters:
+        see :class:`webtier.recorder.Recorder`."""
         return Recorder(
             self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
         )

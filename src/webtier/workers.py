@@ -321,9 +321,20 @@ class Worker(_WorkerBase):
     ) -> None:
         super().__init__(tier.config, jobs, heartbeat, once, worker_id, stop or threading.Event())
         self.tier = tier
+        self._running_in: threading.Thread | None = None
+
+    def request_force_stop(self) -> None:
+        """Cold stop: called on the thread running :meth:`run` (a signal
+        handler of the main thread), it raises :class:`ColdStop` there, cutting
+        the step under way short; from another thread, a thread cannot be
+        interrupted, so it stops warm."""
+        self._stop.set()
+        if self._running_in is threading.current_thread():
+            raise ColdStop
 
     def run(self) -> None:
         program = self._program()
+        self._running_in = threading.current_thread()
         try:
             answer: Any = None
             while True:
@@ -333,6 +344,7 @@ class Worker(_WorkerBase):
                     return
                 answer = self._carry_out(action)
         finally:
+            self._running_in = None
             with contextlib.suppress(WebtierError):
                 self.tier.transport.run(liveness.retire(self.tier.config, self.id))
 

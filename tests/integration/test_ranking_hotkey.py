@@ -116,6 +116,7 @@ def test_top_items_answer_from_the_copy_and_follow_the_ranking(
     tier = webtier.WebTier(client, config)
     client.zadd(config.keys.viewed, {f"item{i}": i for i in range(20)})
     with tier.ranking.top_items(10, refresh=3600) as top:
+        assert top.refresh_now()  # the thread loads it too; this waits for a copy
         assert len(top) == 10
         assert top.rank("item19") == 0
         assert top.admits("item10")
@@ -159,6 +160,7 @@ def test_top_items_keep_their_copy_through_an_outage(
     caplog.set_level(logging.WARNING, logger="webtier.ranking")
     try:
         with tier.ranking.top_items(10, refresh=3600) as top:
+            assert top.refresh_now()
             server.kill()
             assert not top.refresh_now()
             assert not top.refresh_now()

@@ -134,3 +134,32 @@ def test_sigterm_chains_to_the_previous_handler(redis_url: str, prefix: str) -> 
         child.send_signal(signal.SIGTERM)
         assert child.wait(timeout=60) == 7
     assert read_total(redis_url, prefix, "graceful") == 25_000
+
+
+ASYNC_CHILD = """
+import asyncio, signal, sys
+import webtier
+
+async def main():
+    tier = webtier.AsyncWebTier(webtier.connect_async({url!r}), webtier.Config(prefix={prefix!r}))
+    recorder = tier.counters.recorder(flush_interval=3600, max_pending=10**9)
+    recorder.flush_on_signals()
+    for _ in range(25_000):
+        recorder.incr("graceful", 1, {now})
+    print("ready", flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+def test_async_sigterm_flushes_when_asked_to(redis_url: str, prefix: str) -> None:
+    code = ASYNC_CHILD.format(url=redis_url, prefix=prefix, now=NOW)
+    with subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=60) == -signal.SIGTERM  # dies of the signal, after flushing
+    assert read_total(redis_url, prefix, "graceful") == 25_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -13,8 +14,7 @@ from redis.crc import key_slot
 
 import webtier
 from tests.conftest import all_keys
-from webtier._ops import stats as stats_ops
-from webtier.config import Config, StatsSettings
+from webtier.config import Clock, Config, StatsSettings
 from webtier.errors import InvalidInput
 from webtier.histogram import Histogram
 
@@ -255,18 +255,18 @@ async def test_slowest_over_several_periods_scores_them_merged(
 
 
 async def test_skewed_client_clocks_write_into_the_servers_period(
-    tier: Any, redis_url: str, monkeypatch: pytest.MonkeyPatch
+    tier_factory: Any, redis_url: str, config: Config
 ) -> None:
     starts = set()
     for skew in (-7200.0, -1800.0, -1.5, 0.0, 0.5, 1800.0, 86400.0):
-        monkeypatch.setattr(stats_ops, "guess_clock", lambda skew=skew: time.time() + skew)
+        tier = tier_factory(replace(config, clock=Clock(wall=lambda skew=skew: time.time() + skew)))
         before = server_time(redis_url)
         recorded = await tier.stats.record("/", ACCESS, 1.0)
         after = server_time(redis_url)
         assert int(before // 3600) * 3600 <= recorded.start <= after
         starts.add(recorded.start)
     if len(starts) == 1:  # the hour did not turn during the test
-        monkeypatch.setattr(stats_ops, "guess_clock", lambda: time.time() - 5400)
+        tier = tier_factory(replace(config, clock=Clock(wall=lambda: time.time() - 5400)))
         assert (await tier.stats.get("/", ACCESS)).count == 7  # readers are corrected too
 
 

@@ -28,8 +28,7 @@ import pytest
 
 import webtier
 from webtier._core.keys import shard_of
-from webtier._ops import stats as stats_ops
-from webtier.config import Config, StatsSettings
+from webtier.config import Clock, Config, StatsSettings
 from webtier.histogram import Histogram
 
 SECONDS = 12.0
@@ -57,10 +56,10 @@ def _value(rng: random.Random) -> float:
 
 
 def _writer(url: str, prefix: str, until: float, skew: float, seed: int) -> list[Entry]:
-    stats_ops.guess_clock = lambda: time.time() + skew  # this process's clock is off
+    clock = Clock(wall=lambda: time.time() + skew)  # this process's clock is off
     rng = random.Random(seed)
     client = webtier.connect(url)
-    tier = webtier.WebTier(client, Config(prefix=prefix, stats=SETTINGS))
+    tier = webtier.WebTier(client, Config(prefix=prefix, stats=SETTINGS, clock=clock))
     log: list[Entry] = []
     try:
         began = time.time()
@@ -74,12 +73,12 @@ def _writer(url: str, prefix: str, until: float, skew: float, seed: int) -> list
 
 
 def _async_writer(url: str, prefix: str, until: float, skew: float, seed: int) -> list[Entry]:
-    stats_ops.guess_clock = lambda: time.time() + skew
+    clock = Clock(wall=lambda: time.time() + skew)
 
     async def run() -> list[Entry]:
         rng = random.Random(seed)
         client = webtier.connect_async(url)
-        tier = webtier.AsyncWebTier(client, Config(prefix=prefix, stats=SETTINGS))
+        tier = webtier.AsyncWebTier(client, Config(prefix=prefix, stats=SETTINGS, clock=clock))
         log: list[Entry] = []
         began = time.time()
         while _running(until, began, len(log)):

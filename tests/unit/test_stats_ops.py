@@ -15,17 +15,12 @@ from hypothesis import strategies as st
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Request, ScriptCall
 from webtier._ops import stats
-from webtier.config import Config, StatsSettings
+from webtier.config import Clock, Config, StatsSettings
 from webtier.errors import ConfigError, InvalidInput, ServerError
 
-CFG = Config(prefix="p", stats=StatsSettings(shards=4))
 START = 1_700_002_800  # an hour's start
 NOW = START + 1234.5
-
-
-@pytest.fixture(autouse=True)
-def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stats, "guess_clock", lambda: NOW)
+CFG = Config(prefix="p", stats=StatsSettings(shards=4), clock=Clock(wall=lambda: NOW))
 
 
 def script_call(step: Any) -> ScriptCall:
@@ -54,7 +49,7 @@ def test_an_access_time_is_one_script_call_with_its_record_and_listing() -> None
 
 
 def test_an_unranked_type_without_histograms_touches_one_key() -> None:
-    cfg = Config(prefix="p", stats=StatsSettings(histograms=False, shards=4))
+    cfg = Config(prefix="p", stats=StatsSettings(histograms=False, shards=4), clock=CFG.clock)
     call = script_call(next(stats.record(cfg, "checkout", "Basket", -3, failed=True)))
     assert len(call.keys) == 1
     assert call.args == (3600, START, 24, "-3.0", "", "1")
@@ -160,13 +155,13 @@ def test_periods_n_and_by_are_checked() -> None:
     for by in ("median", "p", "p101", "pxx", 95):
         with pytest.raises(InvalidInput, match="by"):
             next(stats.slowest(CFG, by=by))  # type: ignore[arg-type]
-    no_histograms = Config(stats=StatsSettings(histograms=False))
+    no_histograms = Config(stats=StatsSettings(histograms=False), clock=CFG.clock)
     with pytest.raises(InvalidInput, match="histograms"):
         next(stats.slowest(no_histograms, by="p95"))
 
 
 def test_slowest_reads_the_listed_contexts_then_scores_their_records() -> None:
-    cfg = Config(prefix="p", stats=StatsSettings(shards=2))
+    cfg = Config(prefix="p", stats=StatsSettings(shards=2), clock=CFG.clock)
     op = stats.slowest(cfg, n=2, periods=2)
     first = next(op)
     assert [[c[0] for c in r.commands] for r in first] == [

@@ -8,22 +8,10 @@ from typing import Any
 import pytest
 from redis import exceptions as rx
 
+from webtier._core.actions import Address, Batch, Locate, Outcome, Refresh, Send, Sleep
 from webtier._core.protocol import Gather, Request, ScriptCall, read, write
 from webtier._core.scripts import Script
-from webtier._core.wire import (
-    NOT_DONE,
-    Address,
-    Batch,
-    Locate,
-    Outcome,
-    Refresh,
-    Send,
-    Sleep,
-    exchange,
-    flat,
-    planned,
-    settled,
-)
+from webtier._core.wire import NOT_DONE, exchange, flat, planned, settled
 from webtier.config import RetryPolicy
 from webtier.errors import OutcomeUnknown, RedisUnavailable, ServerError
 

@@ -29,11 +29,7 @@ import redis.asyncio.cluster
 import redis.cluster
 from redis import exceptions as rx
 
-from webtier._core.deadline import Budget, current_limit, publish, unpublish
-from webtier._core.protocol import Call, Command, Op, Reply, Step
-from webtier._core.redispy import checkin, checkout, pack
-from webtier._core.wire import (
-    NOT_DONE,
+from webtier._core.actions import (
     Action,
     Address,
     Batch,
@@ -43,14 +39,14 @@ from webtier._core.wire import (
     Send,
     Sleep,
     TimeLimitReached,
-    as_webtier_error,
-    exchange,
-    flat,
-    planned,
-    settled,
 )
+from webtier._core.deadline import Budget, current_limit, publish, unpublish
+from webtier._core.protocol import Call, Command, Op, Reply, Step
+from webtier._core.redis_errors import as_webtier_error
+from webtier._core.redispy import checkin, checkout, pack, reply_reader
+from webtier._core.wire import NOT_DONE, exchange, flat, planned, settled
 from webtier.config import RetryPolicy
-from webtier.errors import ConfigError, WebtierError
+from webtier.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -95,10 +91,14 @@ def _call(op: Op[Any], call: Call, budget: Budget | None) -> Step | Call:
     return op.send(result)
 
 
-def _throw(op: Op[Any], error: BaseException) -> Step | Call:
-    """Throw an exchange's failure into ``op`` (which may handle it), as the
-    webtier error it means."""
-    return op.throw(as_webtier_error(error))
+def _throw(op: Op[Any], error: Exception) -> Step | Call:
+    """Throw a step's failure into ``op``, at its ``yield``, where it may
+    handle it (a web flow serves a visitor as anonymous on
+    ``RedisUnavailable``): a redis-py or OS error as the webtier error it
+    means, anything else as it is. An op that does not catch it raises it."""
+    if isinstance(error, _UNREACHABLE):
+        error = as_webtier_error(error)
+    return op.throw(error)
 
 
 def _late(outcome: Outcome, budget: Budget | None) -> Outcome:
@@ -158,10 +158,7 @@ def _pipeline(pool: Any, commands: Sequence[Command], budget: Budget | None = No
     replies: list[Reply] = []
     try:
         conn.send_packed_command(pack(conn, commands))
-        # From the parser itself: it hands error replies over as values, where
-        # the connection's read_response raises them (and formats its address
-        # for a message, on every reply). Link failures are handled below.
-        read = conn._parser.read_response
+        read = reply_reader(conn)  # error replies as values; link failures below
         for _ in commands:
             try:
                 if budget is None:
@@ -221,9 +218,7 @@ class SyncTransport:
                     continue
                 try:
                     replies = self.exchange(step, budget)
-                except WebtierError as error:
-                    step = op.throw(error)
-                except _UNREACHABLE as error:
+                except Exception as error:
                     step = _throw(op, error)
                 else:
                     step = op.send(replies)
@@ -410,10 +405,8 @@ class AsyncTransport:
                     continue
                 try:
                     replies = await self.exchange(step, budget)
-                except WebtierError as failure:
-                    step = op.throw(failure)
-                except _UNREACHABLE as failure:
-                    step = _throw(op, failure)
+                except Exception as error:
+                    step = _throw(op, error)
                 else:
                     step = op.send(replies)
         except StopIteration as done:

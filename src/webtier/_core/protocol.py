@@ -13,8 +13,11 @@ operation as replies: the transport throws the
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeAlias, TypeVar
 
 from webtier._core.scripts import Script
@@ -91,6 +94,13 @@ class Call:
 
     blocking: Callable[[], Any]
     awaitable: Callable[[], Awaitable[Any]] | None = None
+
+
+def pause(seconds: float) -> Call:
+    """Wait ``seconds`` without holding anything: ``time.sleep`` on the sync
+    transport, ``asyncio.sleep`` on the asyncio one. The operation stays
+    free of either."""
+    return Call(partial(time.sleep, seconds), partial(asyncio.sleep, seconds))
 
 
 Step: TypeAlias = Request | tuple[Request, ...] | Gather | Chain

@@ -1,4 +1,7 @@
-"""Connections for the sync executor: reused without the pool's toll, packed with hiredis.
+"""The redis-py shim: every private attribute of redis-py that webtier
+touches is read here, and only here.
+
+Connections for the sync executor: reused without the pool's toll, packed with hiredis.
 
 redis-py 8's pool runs observability hooks, event dispatch, a fork check and
 two lock rounds on every ``get_connection``/``release`` pair: on a small
@@ -26,8 +29,17 @@ Rules that keep this as safe as the pool:
 * after a fork, the parent's idle connections are never used;
 * the pool still creates every connection, so its settings apply, and
   closing the pool closes the idle connections too.
+
+The private attributes this relies on (a connection's ``_sock`` and
+``_parser`` with its hiredis ``_reader``, a pool's ``_created_connections``)
+are checked once, at import, on a connection and a pool that are built but
+never connected. Where redis-py's shape differs, :data:`FAST` is False and
+everything here falls back to redis-py's public API: the pool's own
+``get_connection``/``release`` and the connection's ``read_response``,
+slower but equally correct.
 """
 
+import functools
 import os
 import select
 import socket
@@ -42,6 +54,25 @@ from redis import exceptions as rx
 from webtier._core.protocol import Command
 
 _HAS_POLL = hasattr(select, "poll")
+
+
+def _private_shape_ok() -> bool:
+    """Does this redis-py have the private attributes the fast path reads?"""
+    import redis
+
+    try:
+        conn = redis.Connection()  # type: ignore[no-untyped-call]
+        pool = ConnectionPool()
+        return (
+            hasattr(conn, "_sock")
+            and callable(getattr(conn._parser, "read_response", None))
+            and isinstance(pool._created_connections, int)
+        )
+    except Exception:  # a constructor that changed too
+        return False
+
+
+FAST = _private_shape_ok()
 
 # hiredis's stub types the argument as a 1-tuple; it takes any command tuple.
 _hiredis_pack: Callable[[Command], bytes] = cast(Any, hiredis.pack_command)
@@ -79,7 +110,7 @@ _STALE = (rx.ConnectionError, rx.TimeoutError, OSError)
 
 
 def _idle_of(pool: Any) -> _Idle | None:
-    if type(pool) is not ConnectionPool:
+    if not FAST or type(pool) is not ConnectionPool:
         return None
     idle: _Idle | None = getattr(pool, _IDLE_ATTR, None)
     if idle is None or idle.pid != os.getpid():
@@ -154,3 +185,23 @@ def checkin(pool: Any, conn: Any) -> None:
         idle.conns.append((conn, sock, None if sock is None else _poller(conn, sock)))
     else:
         pool.release(conn)
+
+
+def reply_reader(conn: Any) -> Callable[..., Any]:
+    """How to read one reply of ``conn``: ``read(disable_decoding=True,
+    timeout=None)``, returning error replies as values rather than raising
+    them. From the parser itself on the fast path: the connection's
+    ``read_response`` raises them and formats its address for a message on
+    every reply."""
+    if FAST:
+        return conn._parser.read_response  # type: ignore[no-any-return]
+    return functools.partial(_read_public, conn)
+
+
+def _read_public(conn: Any, *, disable_decoding: bool = False, timeout: float | None = None) -> Any:
+    try:
+        if timeout is None:
+            return conn.read_response(disable_decoding=disable_decoding)
+        return conn.read_response(disable_decoding=disable_decoding, timeout=timeout)
+    except (rx.ResponseError, rx.BusyLoadingError) as error:
+        return error

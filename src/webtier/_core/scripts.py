@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 
 
+def _read(name: str) -> bytes:
+    return files("webtier._core.lua").joinpath(f"{name}.lua").read_bytes()
+
+
 @dataclass(frozen=True, slots=True)
 class Script:
     name: str
@@ -23,8 +27,10 @@ class Script:
     sha: str
 
     @classmethod
-    def load(cls, name: str) -> Script:
-        source = files("webtier._core.lua").joinpath(f"{name}.lua").read_bytes()
+    def load(cls, name: str, *, prelude: str | None = None) -> Script:
+        """The script ``<name>.lua``, after ``<prelude>.lua`` when given: the
+        functions several scripts share live once, in the prelude."""
+        source = _read(name) if prelude is None else _read(prelude) + _read(name)
         return cls(name, source, hashlib.sha1(source).hexdigest())  # noqa: S324 (Redis names scripts by SHA-1)
 
     def constant(self, name: str) -> int:

@@ -22,85 +22,32 @@ failures, so the sync and asyncio executors stay a few lines each:
 
 from __future__ import annotations
 
-import random
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeAlias
+from typing import Any
 
 from redis import exceptions as rx
 
+from webtier._core.actions import (
+    Action,
+    Address,
+    Batch,
+    Locate,
+    Outcome,
+    Refresh,
+    Send,
+    Sleep,
+    TimeLimitReached,
+)
 from webtier._core.protocol import Chain, Command, Gather, Reply, Request, ScriptCall, Step
 from webtier.config import RetryPolicy
 from webtier.errors import (
-    ConfigError,
     OutcomeUnknown,
     RedisUnavailable,
     ServerError,
     WebtierError,
 )
-
-# -- actions an executor carries out ------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Address:
-    host: str
-    port: int
-
-
-@dataclass(frozen=True, slots=True)
-class Send:
-    """Write ``commands`` as one pipeline to the node of ``target`` (a route,
-    a node handle from :class:`Locate`, or an :class:`Address`), read every
-    reply. Answered with an :class:`Outcome`."""
-
-    target: Any
-    commands: tuple[Command, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """Several sends to different nodes; answered with a list of outcomes in
-    order. Executors may run them concurrently."""
-
-    sends: tuple[Send, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Locate:
-    """Find the node of each route; answered with one ``(node key, node
-    handle)`` per route, or an exception where no node is known."""
-
-    routes: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Refresh:
-    """Reload the cluster's slot map (nothing to do on a single server)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Sleep:
-    seconds: float
-
-
-Action: TypeAlias = Send | Batch | Locate | Refresh | Sleep
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What came back from one :class:`Send`.
-
-    ``replies`` holds the replies read, in order, error replies as exception
-    objects. If ``error`` is set, the exchange broke before the rest were read;
-    ``delivered`` then says whether anything may have reached the server.
-    """
-
-    replies: list[Reply]
-    error: BaseException | None = None
-    delivered: bool = True
-
 
 # -- what an error reply means --------------------------------------------------------
 
@@ -362,7 +309,7 @@ def _recover(
         if fixes & {_Fix.REFRESH, _Fix.BACKOFF_REFRESH}:
             yield Refresh()
         if waits:
-            yield Sleep(backoff(policy, failures))
+            yield Sleep(policy.pause_before(failures))
         for item in pending:
             item.node = None
     return results
@@ -414,11 +361,6 @@ def _settle(
 
 
 _UNREAD: Any = object()  # marks a reply that never came
-
-
-class TimeLimitReached(rx.TimeoutError):
-    """What an executor reports for a send that the operation's time limit
-    cut short (or left no time to begin): the exchange gives up at once."""
 
 
 def _broken(
@@ -496,52 +438,3 @@ def _by_node(items: list[_Item], located: Sequence[Any]) -> dict[Any, list[_Item
             key, item.node = found
             groups.setdefault(("node", key), []).append(item)
     return groups
-
-
-# A generator of webtier's own: a library must not move the application's
-# global random state (tests that replay it, Hypothesis among them, notice).
-_JITTER = random.Random()
-
-
-def backoff(policy: RetryPolicy, failures: int) -> float:
-    """Seconds to wait before try number ``failures + 1`` (jittered doubling)."""
-    ceiling = min(policy.backoff_cap, policy.backoff * 2 ** (failures - 1))
-    return _JITTER.uniform(ceiling / 2, ceiling)
-
-
-# -- redis-py's exceptions, as webtier's ---------------------------------------------------
-
-# By the start of redis-py's message, what a command it refused means.
-_MEANINGS: tuple[tuple[str, type[WebtierError], str], ...] = (
-    ("Cluster mode is not enabled", ConfigError, "not a Redis Cluster: use a redis:// URL"),
-    ("DB index is out of range", ConfigError, "no such database on this server"),
-)
-
-
-def as_webtier_error(error: BaseException) -> WebtierError:
-    """What a redis-py exception (or an OS error) that reached webtier means,
-    as a :class:`~webtier.errors.WebtierError` whose cause is ``error``.
-
-    Nothing is lost: the original stays chained as ``__cause__``. Failures to
-    reach a server, including redis-py's cluster errors (which do not derive
-    from ``RedisError``), become :class:`RedisUnavailable`.
-    """
-    if isinstance(error, WebtierError):
-        return error
-    message = str(error)
-    translated: WebtierError
-    for start, kind, meaning in _MEANINGS:
-        if start in message:
-            translated = kind(f"{meaning} ({message})")
-            break
-    else:
-        if isinstance(error, rx.AuthenticationError | rx.AuthorizationError):
-            translated = RedisUnavailable(f"Redis refused the credentials: {message}")
-        elif isinstance(
-            error, rx.ConnectionError | rx.TimeoutError | rx.RedisClusterException | OSError
-        ) or (isinstance(error, rx.ClusterError) and not isinstance(error, rx.ResponseError)):
-            translated = RedisUnavailable(f"Redis cannot be reached: {message}")
-        else:
-            translated = ServerError(f"Redis or redis-py refused a command: {message}")
-    translated.__cause__ = error
-    return translated

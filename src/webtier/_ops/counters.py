@@ -16,7 +16,6 @@ bounded without any cleaner.
 from __future__ import annotations
 
 import math
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
@@ -103,7 +102,7 @@ def record(cfg: Config, name: str, count: int = 1, now: float | None = None) -> 
     trip. ``count`` may be negative; zero records nothing."""
     check_name("name", name)
     value = check_count(count)
-    at = time.time() if now is None else check_time(now)
+    at = cfg.clock.wall() if now is None else check_time(now)
     if value:
         yield _record_request(cfg, ((name, value, at),))
 
@@ -219,9 +218,9 @@ def clean(
     The index is walked with ZSCAN, which returns every name present for the
     whole pass even while other cleaners remove names (the book walks by
     position and skips counters when the index shrinks under it)."""
-    started = time.monotonic()
+    started = cfg.clock.monotonic()
     check_limit("pass_number", pass_number)
-    at = time.time() if now is None else check_time(now)
+    at = cfg.clock.wall() if now is None else check_time(now)
     check_limit("batch", batch, 1)
     settings = cfg.counters
     due = due_precisions(settings, pass_number)
@@ -257,4 +256,4 @@ def clean(
             for ((counts),) in (yield tuple(calls)):
                 dropped += int(counts[0])
                 unlisted += int(counts[1])
-    return CounterCleanReport(visited, dropped, unlisted, time.monotonic() - started)
+    return CounterCleanReport(visited, dropped, unlisted, cfg.clock.monotonic() - started)

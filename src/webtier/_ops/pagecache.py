@@ -18,19 +18,27 @@ a short "pass" note so that requests stop queueing behind its renders.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import random
 import secrets
 import struct
-import time
 import zlib
 from collections.abc import Mapping, Sequence
-from functools import partial
 
 from webtier._core.keys import PageShard, check_name, shard_of
-from webtier._core.protocol import Call, Gather, Op, Reply, Request, ScriptCall, read, text, write
+from webtier._core.protocol import (
+    Call,
+    Gather,
+    Op,
+    Reply,
+    Request,
+    ScriptCall,
+    pause,
+    read,
+    text,
+    write,
+)
 from webtier._core.scripts import Script
 from webtier.config import Config
 from webtier.errors import InvalidInput
@@ -116,10 +124,6 @@ def decode(copy: bytes) -> Page | None:
 # -- serving ------------------------------------------------------------------------------
 
 
-def _pause(seconds: float) -> Call:
-    return Call(partial(time.sleep, seconds), partial(asyncio.sleep, seconds))
-
-
 def serve(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
     """Answer a request the rules found cacheable: from the cache, or by
     ``render`` (a :class:`Call` returning a :class:`Rendered`), storing it.
@@ -143,25 +147,25 @@ def lookup(cfg: Config, plan: Plan) -> Op[bytes | None]:
 def answer(cfg: Config, plan: Plan, render: Call, copy: bytes | None) -> Op[Served]:
     """:func:`serve` after its lookup found ``copy``."""
     if not plan.storable:
-        return (yield from _unstored(render, copy))
+        return (yield from _unstored(cfg, render, copy))
     if copy is None:
         return (yield from _single_flight(cfg, plan, render))
     page = decode(copy)
     if page is None:  # a pass note: not storable, render without waiting
         return Served("MISS", rendered=(yield render))
-    if page.fresh(time.time()):
+    if page.fresh(cfg.clock.wall()):
         return Served("HIT", page)
     return (yield from _revalidate(cfg, plan, render, page))
 
 
-def _unstored(render: Call, copy: bytes | None) -> Op[Served]:
+def _unstored(cfg: Config, render: Call, copy: bytes | None) -> Op[Served]:
     """A request with inputs its key lacks: answered from the cache (fresh
     or stale), else by a render of its own that is never stored. It takes
     no lock and leaves no pass note: it cannot hold up other requests."""
     page = None if copy is None else decode(copy)
     if page is None:
         return Served("MISS", rendered=(yield render))
-    return Served("HIT" if page.fresh(time.time()) else "STALE", page)
+    return Served("HIT" if page.fresh(cfg.clock.wall()) else "STALE", page)
 
 
 def _claim(cfg: Config, plan: Plan, mode: str, token: str) -> Request:
@@ -206,8 +210,8 @@ def _revalidate(cfg: Config, plan: Plan, render: Call, stale: Page) -> Op[Served
 
 def _single_flight(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
     token = secrets.token_hex(8)
-    deadline = time.monotonic() + cfg.pagecache.lock_wait
-    pause = FIRST_PAUSE
+    deadline = cfg.clock.monotonic() + cfg.pagecache.lock_wait
+    wait = FIRST_PAUSE
     reply, admitted = yield from _admitted_claim(cfg, plan, "miss", token)
     while True:
         kind = text(reply[0])
@@ -215,15 +219,15 @@ def _single_flight(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
             page = decode(reply[1])
             if page is None:  # not storable: render without the cache
                 return Served("MISS", rendered=(yield render))
-            return Served("HIT" if page.fresh(time.time()) else "STALE", page)
+            return Served("HIT" if page.fresh(cfg.clock.wall()) else "STALE", page)
         if not admitted:
             return (yield from _not_admitted(plan, render, reply, token))
         if kind == "render":
             return (yield from _render_and_store(cfg, plan, render, token, text(reply[1])))
-        if time.monotonic() >= deadline:
+        if cfg.clock.monotonic() >= deadline:
             return Served("MISS", rendered=(yield render))
-        yield _pause(min(pause, max(deadline - time.monotonic(), 0.0)))
-        pause = min(pause * 2, LONGEST_PAUSE)
+        yield pause(min(wait, max(deadline - cfg.clock.monotonic(), 0.0)))
+        wait = min(wait * 2, LONGEST_PAUSE)
         (reply,) = yield _claim(cfg, plan, "miss", token)
 
 
@@ -267,7 +271,7 @@ def _render_and_store(
         else:
             yield _store(cfg, plan, token, generation, _PASS, settings.pass_ttl)
         return Served("MISS", rendered=rendered)
-    now = time.time()
+    now = cfg.clock.wall()
     fresh = min(rendered.ttl, plan.ttl) * (1 - _JITTER.uniform(0, settings.jitter))
     page = make_page(cfg, rendered, fresh, now)
     yield _store(cfg, plan, token, generation, encode(page), fresh + settings.grace)

@@ -23,7 +23,6 @@ first value of a period.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
@@ -47,9 +46,6 @@ MAX_VALUE: Final = 1e15
 _GUESSES: Final = 3
 _SUMMARY_FIELDS = (b"count", b"sum", b"m2", b"min", b"max", b"errors")
 _SUMMARY = frozenset(_SUMMARY_FIELDS)
-
-# The clock used to guess the server's period (tests skew it on purpose).
-guess_clock: Callable[[], float] = time.time
 
 
 # -- values ------------------------------------------------------------------------------
@@ -106,7 +102,7 @@ def record(
     check_name("context", context)
     check_stat_type(type)
     number = check_value(value, type, cfg.stats)
-    start = period_start(cfg.stats, guess_clock())
+    start = period_start(cfg.stats, cfg.clock.wall())
     for _ in range(_GUESSES):
         ((applied, *rest),) = yield _record_request(cfg, context, type, number, failed, start)
         if int(applied) == 1:
@@ -132,7 +128,7 @@ def _server_period(
     if current is not None:
         return current, list((yield tuple(build(current))))
     settings = cfg.stats
-    guess = period_start(settings, guess_clock())
+    guess = period_start(settings, cfg.clock.wall())
     requests = build(guess)
     first = requests[0]
     probe = Request(first.route, (*first.commands, ("TIME",)), idempotent=True)

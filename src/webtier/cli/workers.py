@@ -32,7 +32,7 @@ def worker(options: SharedOptions, jobs: tuple[str, ...], once: bool, heartbeat:
         runner = Worker(tier, chosen, heartbeat=heartbeat, once=once)
         click.echo(f"worker {runner.id}: {', '.join(j.name for j in chosen)}", err=True)
         try:
-            with stop_on_signals(runner.request_stop):
+            with stop_on_signals(runner.request_stop, runner.request_force_stop):
                 runner.run()
         except ColdStop:
             click.echo("stopped at once", err=True)

@@ -42,29 +42,18 @@ redis.call('RENAME', old, new)
 for field in pairs(lines) do redis.call('HDEL', new, field) end
 for i = 9 + 2 * expected, #ARGV, 2 do redis.call('HSET', new, 'k' .. ARGV[i], ARGV[i + 1]) end
 
-local time = redis.call('TIME')
-local micros = time[2]
-local now_text = time[1] .. string.rep('0', 6 - #micros) .. micros
-local now_ms = time[1] * 1000 + math.floor(micros / 1000)
+local now_text, now_ms = server_now()
 -- A login starts the authenticated session: the absolute timeout counts from it.
 redis.call('HSET', new, 'u', ARGV[3], 'c', string.format('%d', now_ms))
 
--- Above every score of the shard, as a touch scores (session_touch.lua).
-local seen = now_text
-if redis.call('ZCOUNT', recent, now_text, '+inf') > 0 then
-  local top = redis.call('ZREVRANGE', recent, 0, 0, 'WITHSCORES')[2]
-  seen = string.format('%d', tonumber(top) + 1)
-end
+-- Above every score of the shard, as a touch scores (session_prelude.lua).
 redis.call('ZREM', recent, ARGV[1])
-redis.call('ZADD', recent, seen, ARGV[2])
+redis.call('ZADD', recent, above_every_score(recent, now_text), ARGV[2])
 
 -- Expiry as a touch sets it: the timeouts exact, the backstop up to
 -- ARGV[7] ms late; `e` says when, so touches know when to move it.
 local idle, absolute, backstop, lateness = ARGV[4] + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
-local late = lateness
-local deadline = now_ms + backstop
-if idle > 0 and now_ms + idle <= deadline then deadline, late = now_ms + idle, 0 end
-if absolute > 0 and now_ms + absolute <= deadline then deadline, late = now_ms + absolute, 0 end
+local deadline, late = session_deadline(now_ms, now_ms, idle, absolute, backstop, lateness)
 local expires = string.format('%d', deadline + late)
 redis.call('HSET', new, 'e', expires)
 redis.call('PEXPIREAT', new, expires)

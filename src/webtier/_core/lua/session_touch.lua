@@ -30,9 +30,7 @@
 -- (nothing written).
 --
 -- The new last-seen score is the server's time, but always above every score
--- of the shard: a touched session is the newest of its shard whatever the
--- clocks do, so a cleaner that removes only entries up to a score it read
--- earlier can never remove a session touched since (session_clean.lua).
+-- of the shard (above_every_score, session_prelude.lua, as for the deadline).
 --
 -- Every call from a script costs the server about as much as the rest of a
 -- touch together, and number formatting with %g (what Lua's tostring does)
@@ -54,10 +52,7 @@ local user, item, keep = ARGV[4], ARGV[5], ARGV[6] + 0
 local idle, absolute, backstop, lateness = ARGV[7] + 0, ARGV[8] + 0, ARGV[9] + 0, ARGV[10] + 0
 local format = string.format
 
-local time = redis.call('TIME')
-local micros = time[2]
-local now_text = time[1] .. string.rep('0', 6 - #micros) .. micros
-local now_ms = time[1] * 1000 + math.floor(micros / 1000)
+local now_text, now_ms = server_now()
 
 -- Dropping the least recently viewed item needs a pass over the session's
 -- fields, the dearest part of a touch: a full session takes SLACK more items
@@ -90,10 +85,7 @@ else
   if #gone > 0 then redis.call('ZREM', recent, unpack(gone)) end
 end
 
-local late = lateness
-local deadline = now_ms + backstop
-if idle > 0 and now_ms + idle <= deadline then deadline, late = now_ms + idle, 0 end
-if absolute > 0 and created + absolute <= deadline then deadline, late = created + absolute, 0 end
+local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
 if deadline <= now_ms then
   redis.call('DEL', key)
   redis.call('ZREM', recent, token)
@@ -156,13 +148,7 @@ if field then
 end
 if count > 0 then redis.call('HSET', key, unpack(writes)) end
 
--- Above every score of the shard: ZCOUNT answers with an integer, where
--- reading the top score would have the server format a double.
-local seen = now_text
-if redis.call('ZCOUNT', recent, now_text, '+inf') > 0 then
-  local top = redis.call('ZREVRANGE', recent, 0, 0, 'WITHSCORES')[2]
-  seen = format('%d', tonumber(top) + 1)
-end
+local seen = above_every_score(recent, now_text)
 redis.call('ZADD', recent, seen, token)
 if KEYS[3] and item ~= '' then redis.call('ZINCRBY', KEYS[3], 1, item) end
 if expire_text then

@@ -19,9 +19,7 @@ refresh is :mod:`webtier._ops.rows.refresh`.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from functools import partial
@@ -29,7 +27,18 @@ from typing import Any
 
 from webtier._core.checks import check_real
 from webtier._core.keys import RowShard, check_list, shard_of
-from webtier._core.protocol import Arg, Call, Op, Reply, Request, ScriptCall, read, text, write
+from webtier._core.protocol import (
+    Arg,
+    Call,
+    Op,
+    Reply,
+    Request,
+    ScriptCall,
+    pause,
+    read,
+    text,
+    write,
+)
 from webtier._core.scripts import Script
 from webtier._ops.rows.codec import decode, encode
 from webtier.config import Config, RowSettings
@@ -78,10 +87,6 @@ def bookkeeping_ms(settings: RowSettings) -> int:
 
 def _shard(cfg: Config, source: Source, key: str) -> RowShard:
     return cfg.keys.row_shard(source.name, shard_of(key, cfg.rows.shards))
-
-
-def _pause(seconds: float) -> Call:
-    return Call(partial(time.sleep, seconds), partial(asyncio.sleep, seconds))
 
 
 def first_line(error: BaseException) -> str:
@@ -170,7 +175,7 @@ def unschedule(cfg: Config, source: Source, row_id: object) -> Op[None]:
 
 def status(cfg: Config, source: Source) -> Op[RowStatus]:
     """Counts over every shard of ``source`` (due: by this client's clock)."""
-    now = round(time.time() * 1000)
+    now = round(cfg.clock.wall() * 1000)
     name = check_source(source).name
     shards = [cfg.keys.row_shard(name, n) for n in range(cfg.rows.shards)]
     replies = yield tuple(
@@ -222,7 +227,7 @@ def get_many(
 def _read_through(
     cfg: Config, source: Source, shard: RowShard, key: str
 ) -> Op[dict[str, Any] | None]:
-    pause = FIRST_PAUSE
+    wait = FIRST_PAUSE
     while True:
         (reply,) = yield _fill(cfg, shard, key, "miss")
         kind = text(reply[0])
@@ -232,8 +237,8 @@ def _read_through(
             return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "f"))
         # Another reader or a worker is loading it: wait for its copy, or
         # for its lease to run out (then this reader takes the load).
-        yield _pause(min(pause, int(reply[1]) / 1000))
-        pause = min(pause * 2, LONGEST_PAUSE)
+        yield pause(min(wait, int(reply[1]) / 1000))
+        wait = min(wait * 2, LONGEST_PAUSE)
 
 
 def _load_one(

@@ -8,7 +8,6 @@ each only if its ticket still holds (see :mod:`webtier._ops.rows`).
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -62,8 +61,8 @@ class _Tally:
     errors: list[WebtierError] = field(default_factory=list)  # raised after the round
     problems: list[SourceError] = field(default_factory=list)  # reported in the Round
 
-    def report(self, started: float) -> RefreshReport:
-        return RefreshReport(**self.counts, seconds=time.monotonic() - started)
+    def report(self, seconds: float) -> RefreshReport:
+        return RefreshReport(**self.counts, seconds=seconds)
 
 
 def _claims(
@@ -100,7 +99,7 @@ def refresh_round(
     claim due rows from every shard (at most ``batch`` each, and only those
     due by ``upto`` server ms if given), load them ``batch`` at a time, one
     query each, and store the copies."""
-    started = time.monotonic()
+    started = cfg.clock.monotonic()
     settings = cfg.rows
     chosen = tuple(
         settings.sources
@@ -148,7 +147,9 @@ def refresh_round(
             yield from _refresh_chunk(cfg, source, source_claims[at : at + settings.batch], tally)
     if tally.errors:
         raise tally.errors[0]
-    return Round(tally.report(started), now, full, next_due, tuple(tally.problems))
+    return Round(
+        tally.report(cfg.clock.monotonic() - started), now, full, next_due, tuple(tally.problems)
+    )
 
 
 def _refresh_chunk(cfg: Config, source: Source, chunk: list[_Claim], tally: _Tally) -> Op[None]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import time
 
 from webtier._core.protocol import (
     Arg,
@@ -215,7 +214,7 @@ def clean(
     keep = settings.limit if limit is None else _check_limit(limit)
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int)):
         raise InvalidInput("max_steps", "must be an int >= 1 or None", max_steps)
-    started = time.monotonic()
+    started = cfg.clock.monotonic()
     per_shard = max(1, math.ceil(settings.clean_batch * 1.25 / settings.shards))
     age = _stale_age_us(settings)
     routes = [cfg.keys.session_shard(shard) for shard in range(settings.shards)]
@@ -258,4 +257,6 @@ def clean(
         if max_steps is not None and steps >= max_steps:
             more = True
             break
-    return SessionCleanReport(deleted, spared, remaining, steps, time.monotonic() - started, more)
+    return SessionCleanReport(
+        deleted, spared, remaining, steps, cfg.clock.monotonic() - started, more
+    )

@@ -46,8 +46,8 @@ from webtier.sessions import (
     check_token,
 )
 
-TOUCH = Script.load("session_touch")
-LOGIN = Script.load("session_login")
+TOUCH = Script.load("session_touch", prelude="session_prelude")
+LOGIN = Script.load("session_login", prelude="session_prelude")
 END = Script.load("session_end")
 UPDATE = Script.load("session_update")
 CLEAN = Script.load("session_clean")

@@ -1,0 +1,35 @@
+-- Shared by the session scripts that write a session's expiry and its place
+-- in the recency index (session_touch.lua, session_login.lua): Script.load
+-- puts this file before each of them, so the rules below exist once.
+
+-- The server's time as (microseconds, as text; milliseconds, as a number).
+local function server_now()
+  local time = redis.call('TIME')
+  local micros = time[2]
+  return time[1] .. string.rep('0', 6 - #micros) .. micros,
+    time[1] * 1000 + math.floor(micros / 1000)
+end
+
+-- When a session seen at `now_ms` and created at `created` expires, and how
+-- late its key may be set to expire (ms). The idle and absolute timeouts are
+-- exact; the backstop only bounds memory, so it may be set `lateness` ms late
+-- (and is then moved only when a touch finds it due).
+local function session_deadline(now_ms, created, idle, absolute, backstop, lateness)
+  local deadline, late = now_ms + backstop, lateness
+  if idle > 0 and now_ms + idle <= deadline then deadline, late = now_ms + idle, 0 end
+  if absolute > 0 and created + absolute <= deadline then deadline, late = created + absolute, 0 end
+  return deadline, late
+end
+
+-- The last-seen score for a session seen now: the server's time, but above
+-- every score of the shard, so a touched session is the newest of its shard
+-- whatever the clocks do, and a cleaner that removes only entries up to a
+-- score it read earlier never removes it (session_clean.lua). ZCOUNT answers
+-- with an integer, where reading the top score would have the server format
+-- a double.
+local function above_every_score(recent, now_text)
+  if redis.call('ZCOUNT', recent, now_text, '+inf') == 0 then return now_text end
+  local top = redis.call('ZREVRANGE', recent, 0, 0, 'WITHSCORES')[2]
+  return string.format('%d', tonumber(top) + 1)
+end
+
