@@ -236,7 +236,7 @@ def postgres_url() -> Iterator[str]:
         yield POSTGRES_URL
         return
     from webtier.errors import EmbeddedServerError
-    from webtier.pgserver import PostgresServer
+    from webtier.testing.pgserver import PostgresServer
 
     try:
         server = PostgresServer.start()

@@ -30,6 +30,7 @@ from webtier.errors import (
     EmbeddedServerError,
     InvalidInput,
     LateCookie,
+    MissingExtra,
     OutcomeUnknown,
     PartiallyApplied,
     RedisUnavailable,
@@ -103,6 +104,7 @@ __all__ = [
     "UnknownSession",
     "UserMismatch",
     "LateCookie",
+    "MissingExtra",
     # -- returned values (webtier.types)
     "CacheStatus",
     "CartChange",

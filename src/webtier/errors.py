@@ -99,6 +99,23 @@ class EmbeddedServerError(WebtierError):
     """The embedded redis-server could not be found or started."""
 
 
+class MissingExtra(WebtierError, ImportError):
+    """A feature needs an optional dependency that is not installed; the
+    message names the extra that brings it (``pip install 'webtier[sql]'``).
+
+    Also an ``ImportError``, so code that guards an optional import with
+    ``except ImportError`` keeps working.
+    """
+
+    def __init__(self, extra: str, purpose: str, missing: str) -> None:
+        self.extra = extra
+        self.purpose = purpose
+        super().__init__(
+            f"webtier[{extra}] is needed for {purpose}: pip install 'webtier[{extra}]'",
+            name=missing,
+        )
+
+
 class SourceError(WebtierError):
     """A row source (the SQL database, or your loader) failed to load rows.
 

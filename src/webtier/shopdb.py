@@ -1,78 +1,11 @@
-"""The demo shop's database: Fake Web Retailer's inventory, in SQLite by
-default (``webtier rows init`` makes it) or any database SQLAlchemy speaks.
+"""Deprecated: the demo shop's database is :mod:`webtier.demo.shopdb`."""
 
-Its rows hold the types a real shop's do (decimal prices, dates, times,
-UUIDs, NULLs), so the row cache is shown, tested and benchmarked on them.
-"""
+from webtier._core.compat import moved
 
-from __future__ import annotations
-
-import datetime as dt
-import random
-import uuid
-from decimal import Decimal
-from pathlib import Path
-from typing import Any
-
-import sqlalchemy as sa
-
-from webtier.sqlsource import SqlSource
-
-metadata = sa.MetaData()
-
-inventory = sa.Table(
-    "inventory",
-    metadata,
-    sa.Column("item_id", sa.Integer, primary_key=True, autoincrement=False),
-    sa.Column("sku", sa.Uuid, nullable=False),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("price", sa.Numeric(10, 2), nullable=False),
-    sa.Column("stock", sa.Integer, nullable=False),
-    sa.Column("sale_ends", sa.Date, nullable=True),  # NULL: not on sale
-    sa.Column("restocked_at", sa.DateTime, nullable=True),
-    sa.Column("updated_at", sa.DateTime, nullable=False),
+__getattr__ = moved(
+    __name__,
+    {
+        name: f"webtier.demo.shopdb:{name}"
+        for name in ("metadata", "inventory", "inventory_source", "item", "create")
+    },
 )
-
-_WORDS = (
-    "red", "blue", "oak", "steel", "mini", "pro", "lamp", "chair", "mug", "kettle",
-    "scarf", "boots", "radio", "clock", "desk", "jar",
-)  # fmt: skip
-
-
-def inventory_source(database: str | sa.URL | sa.Engine) -> SqlSource:
-    """The row source of the inventory table (the book's ``Inventory``)."""
-    return SqlSource("inventory", inventory, key="item_id", database=database)
-
-
-def item(item_id: int, rng: random.Random) -> dict[str, Any]:
-    """A plausible inventory row."""
-    name = f"{rng.choice(_WORDS)} {rng.choice(_WORDS)} #{item_id}"
-    updated = dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rng.randrange(30_000_000))
-    return {
-        "item_id": item_id,
-        "sku": uuid.UUID(int=rng.getrandbits(128), version=4),
-        "name": name,
-        "price": Decimal(rng.randrange(99, 100_000)) / 100,
-        "stock": rng.randrange(0, 500),
-        "sale_ends": (updated.date() + dt.timedelta(days=7)) if rng.random() < 0.3 else None,
-        "restocked_at": (updated - dt.timedelta(hours=3)) if rng.random() < 0.5 else None,
-        "updated_at": updated,
-    }
-
-
-def create(engine: sa.Engine, items: int = 1000, *, seed: int = 0, reset: bool = False) -> int:
-    """Create the shop's tables and add items 1..``items`` that are missing;
-    with ``reset``, start from an empty table. Returns the rows added."""
-    if engine.dialect.name == "sqlite" and engine.url.database:
-        Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
-    if reset:
-        metadata.drop_all(engine)
-    metadata.create_all(engine)
-    rng = random.Random(seed)
-    with engine.begin() as conn:
-        present = set(conn.scalars(sa.select(inventory.c.item_id)))
-        rows = [item(i, rng) for i in range(1, items + 1)]
-        missing = [row for row in rows if row["item_id"] not in present]
-        for at in range(0, len(missing), 1000):
-            conn.execute(inventory.insert(), missing[at : at + 1000])
-    return len(missing)

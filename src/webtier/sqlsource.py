@@ -20,10 +20,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
-import sqlalchemy as sa
-
+from webtier._core.extras import extra_needed
 from webtier.errors import ConfigError, InvalidInput
 from webtier.rowsource import Row, Source
+
+with extra_needed("sql", "SQL row sources"):
+    import sqlalchemy as sa
 
 
 def _python_type(column: sa.Column[Any]) -> type | None:

@@ -27,7 +27,7 @@ from tests.faults.servers import DURABLE, start_server
 from tests.faults.workloads import Rows
 from tests.integration.rowhelp import Instrumented, seed, set_stock
 from webtier.config import Config
-from webtier.pgserver import PostgresServer
+from webtier.testing.pgserver import PostgresServer
 
 pytestmark = pytest.mark.faults
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from webtier.bench.cli import bench
+from benchmarks.cli import bench
 from webtier.testing import RedisServer
 
 

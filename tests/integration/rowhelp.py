@@ -12,11 +12,11 @@ from typing import Any
 import sqlalchemy as sa
 
 import webtier
-from webtier import shopdb
 from webtier._core.keys import shard_of
 from webtier._core.protocol import ScriptCall, text
 from webtier._ops.rows import FILL, bookkeeping_ms, nonce
 from webtier.config import Config
+from webtier.demo import shopdb
 from webtier.rowsource import Row, Source
 from webtier.sqlsource import SqlSource
 

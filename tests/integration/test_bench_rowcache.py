@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from webtier.bench.cli import bench
+from benchmarks.cli import bench
 from webtier.testing import RedisServer
 
 pytestmark = pytest.mark.needs_redis

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import webtier
+from benchmarks import _session_workloads as w
 from tests.integration.benchsmoke import run_smoke
-from webtier.bench import _session_workloads as w
 from webtier.testing import RedisServer
 
 pytestmark = pytest.mark.needs_redis

@@ -1,4 +1,4 @@
-"""webtier.pgserver: the throwaway PostgreSQL the row cache tests and bench use."""
+"""webtier.testing.pgserver: the throwaway PostgreSQL the row cache tests and bench use."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from webtier.errors import EmbeddedServerError
-from webtier.pgserver import PostgresServer, find_postgres_bin
+from webtier.testing.pgserver import PostgresServer, find_postgres_bin
 
 
 def test_binaries_are_found_off_path_too(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,11 +25,11 @@ from tests.integration.rowhelp import (
     set_stock,
     take_load,
 )
-from webtier import shopdb
 from webtier._core.keys import shard_of
 from webtier._ops.rows import bookkeeping_ms, store_request
 from webtier._ops.rows.codec import encode
 from webtier.config import Config, RowSettings
+from webtier.demo import shopdb
 from webtier.errors import InvalidInput, SourceError
 from webtier.rowsource import FunctionSource
 from webtier.sqlsource import SqlSource

@@ -30,8 +30,8 @@ import sqlalchemy as sa
 
 import webtier
 from tests.integration.rowhelp import seed
-from webtier import shopdb
 from webtier.config import Config, RowSettings
+from webtier.demo import shopdb
 from webtier.rowsource import Row, Source
 from webtier.workers import JOBS, Worker
 

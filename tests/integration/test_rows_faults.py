@@ -16,8 +16,8 @@ import webtier
 from tests.integration.rowhelp import Instrumented, db_row, seed, set_stock
 from tests.integration.test_faults import stall
 from webtier.config import Config, RetryPolicy, RowSettings
-from webtier.pgserver import PostgresServer
 from webtier.testing import RedisServer
+from webtier.testing.pgserver import PostgresServer
 from webtier.workers import JOBS, Worker
 
 pytestmark = pytest.mark.faults

@@ -96,7 +96,7 @@ def test_warm_stop_finishes_the_step_under_way(
 
 COLD = """
 import sys, time, webtier
-from webtier.cli import stop_on_signals
+from webtier.cli.signals import stop_on_signals
 from webtier.workers import ColdStop, Worker
 from tests.integration.test_worker import slow_job
 tier = webtier.WebTier(webtier.connect({url!r}), webtier.Config(prefix={prefix!r}))

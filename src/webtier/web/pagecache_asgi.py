@@ -21,9 +21,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
 from webtier._core.deadline import time_limit
+from webtier._core.extras import extra_needed
 from webtier._core.protocol import Call
 from webtier._ops import pagecache
 from webtier.aio import WebTier as AsyncWebTier
@@ -32,6 +31,9 @@ from webtier.pagerules import PageRequest, PageRules, Plan
 from webtier.recorder import AsyncRecorder
 from webtier.types import CacheStatus, Rendered, Served
 from webtier.web import pagecache_policy as policy
+
+with extra_needed("web", "the ASGI page cache"):
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 def scope_request(scope: Scope) -> PageRequest:

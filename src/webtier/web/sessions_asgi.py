@@ -22,10 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
 from webtier._core.deadline import time_limit
+from webtier._core.extras import extra_needed
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.web._sessions import (
@@ -38,6 +36,10 @@ from webtier.web._sessions import (
     merge_headers,
 )
 from webtier.web.session import AsyncSession
+
+with extra_needed("web", "the ASGI session middleware"):
+    from starlette.requests import Request
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class SessionMiddleware(Middleware):

@@ -32,15 +32,17 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeAlias
 
-from starlette.routing import BaseRoute, Host, Match, Mount
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
 from webtier import timing
 from webtier._core.deadline import check_limit, time_limit
+from webtier._core.extras import extra_needed
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import ACCESS_TIME
 from webtier.errors import WebtierError
 from webtier.sync import WebTier
+
+with extra_needed("web", "the access time middleware"):
+    from starlette.routing import BaseRoute, Host, Match, Mount
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UNMATCHED = "<unmatched>"
 

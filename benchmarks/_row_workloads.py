@@ -14,10 +14,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from webtier import shopdb
-from webtier.bench import book
-from webtier.bench._counter_workloads import client_on, tier_on
-from webtier.bench._loops import Loop
+from benchmarks import book
+from benchmarks._counter_workloads import client_on, tier_on
+from benchmarks._loops import Loop
+from webtier.demo import shopdb
 
 READS_PER_STEP = 10
 READ_IDS = tuple(range(1, 101))  # the rows read, cycled over; all cached

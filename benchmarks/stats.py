@@ -1,5 +1,5 @@
 """The statistics benchmark: webtier's stats against the book's listings
-5.6-5.8 (:mod:`webtier.bench.book`), on the same server, in one run.
+5.6-5.8 (:mod:`benchmarks.book`), on the same server, in one run.
 
 Rows (docs/benchmarks.md says more):
 
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from functools import partial
 
+from benchmarks import _stats_workloads as w
+from benchmarks._harness import Contender, Harness
+from benchmarks._results import Goal, Measurement, Row
 from webtier._core.protocol import Command, Request, ScriptCall
 from webtier._ops import stats
-from webtier.bench import _stats_workloads as w
-from webtier.bench._harness import Contender, Harness
-from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import ACCESS_TIME, Config
 from webtier.histogram import bucket_of
 

@@ -1,5 +1,5 @@
 """The counters benchmark: webtier's counters against the book's listings
-5.3-5.5 (:mod:`webtier.bench.book`), on the same server, in one run.
+5.3-5.5 (:mod:`benchmarks.book`), on the same server, in one run.
 
 Rows (docs/benchmarks.md says more):
 
@@ -19,12 +19,12 @@ from __future__ import annotations
 import time
 from functools import partial
 
+from benchmarks import _counter_workloads as w
+from benchmarks import book
+from benchmarks._harness import Contender, Harness, Pass
+from benchmarks._results import Goal, Measurement, Row
 from webtier._core.protocol import Command, Request, ScriptCall
 from webtier._ops import counters
-from webtier.bench import _counter_workloads as w
-from webtier.bench import book
-from webtier.bench._harness import Contender, Harness, Pass
-from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import Config
 from webtier.types import CounterCleanReport
 

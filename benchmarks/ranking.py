@@ -1,5 +1,5 @@
 """The ranking benchmark: what the hot key's client-side helpers buy, against
-the book's own round trips (:mod:`webtier.bench.book`), on the same server.
+the book's own round trips (:mod:`benchmarks.book`), on the same server.
 
 Rows (docs/benchmarks.md says more):
 
@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from functools import partial
 
-from webtier.bench import _ranking_workloads as w
-from webtier.bench import book
-from webtier.bench._counter_workloads import client_on, tier_on
-from webtier.bench._harness import Contender, Harness, Pass
-from webtier.bench._loops import Workload
-from webtier.bench._results import Measurement, Row
+from benchmarks import _ranking_workloads as w
+from benchmarks import book
+from benchmarks._counter_workloads import client_on, tier_on
+from benchmarks._harness import Contender, Harness, Pass
+from benchmarks._loops import Workload
+from benchmarks._results import Measurement, Row
 from webtier.config import Config
 
 TITLE = "webtier bench ranking"

@@ -14,12 +14,14 @@ import random
 import threading
 import time
 
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
-
+from webtier._core.extras import extra_needed
 from webtier.sync import WebTier
 from webtier.workers import JOBS, Worker
+
+with extra_needed("cli", "the live demo"):
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.table import Table
 
 PAGES = ["/", "/search", "/cart", "/checkout", *(f"/item/{i}" for i in range(1, 41))]
 # Zipf-like weights: the home page and the first items take most views.

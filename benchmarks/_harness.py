@@ -23,17 +23,17 @@ from dataclasses import dataclass
 
 import redis
 
-from webtier._core.protocol import Arg
-from webtier.bench._loops import Workers, Workload, run_loop
-from webtier.bench._machine import describe
-from webtier.bench._redis_benchmark import (
+from benchmarks._loops import Workers, Workload, run_loop
+from benchmarks._machine import describe
+from benchmarks._redis_benchmark import (
     RedisBenchmark,
     Unsupported,
     connection_args,
     find_redis_benchmark,
 )
-from webtier.bench._results import Measurement, Report
-from webtier.bench._server import BenchServer, open_server
+from benchmarks._results import Measurement, Report
+from benchmarks._server import BenchServer, open_server
+from webtier._core.protocol import Arg
 from webtier.errors import ConfigError
 
 

@@ -15,11 +15,11 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from benchmarks import book
+from benchmarks._counter_workloads import client_on
+from benchmarks._loops import Loop
 from webtier._core.keys import shard_of
 from webtier._ops.sessions import VIEWED_SLACK, timeouts
-from webtier.bench import book
-from webtier.bench._counter_workloads import client_on
-from webtier.bench._loops import Loop
 from webtier.config import Config, SessionSettings
 from webtier.connect import connect
 from webtier.sessions import new_session_id, new_token

@@ -14,9 +14,9 @@ import random
 from collections.abc import Callable, Iterator
 from functools import partial
 
-from webtier.bench import book
-from webtier.bench._counter_workloads import client_on, tier_on
-from webtier.bench._loops import Loop
+from benchmarks import book
+from benchmarks._counter_workloads import client_on, tier_on
+from benchmarks._loops import Loop
 
 CATALOGUE = 100_000  # items that can be viewed
 _rng = random.Random(25)

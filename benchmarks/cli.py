@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from webtier.bench import _render, counters, rowcache, sessions, stats
-from webtier.bench import ranking as view_ranking
-from webtier.bench._harness import Harness, Settings
-from webtier.bench._results import Report, Row
+from benchmarks import _render, counters, rowcache, sessions, stats
+from benchmarks import ranking as view_ranking
+from benchmarks._harness import Harness, Settings
+from benchmarks._results import Report, Row
 from webtier.errors import WebtierError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -188,7 +188,7 @@ def ranking_command(**options: Any) -> None:
 def pagecache_command(**options: Any) -> None:
     """Page cache: hits vs the book's cache_request and a bare GET; hits vs 20 ms renders
     through uvicorn; a 200-request stampede."""
-    from webtier.bench import pagecache
+    from benchmarks import pagecache
 
     run_bench(pagecache.TITLE, pagecache.run, **options)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from webtier.bench._results import Measurement, Report, Row
+from benchmarks._results import Measurement, Report, Row
 
 SUMMARY_COLUMNS = (
     "benchmark",

@@ -25,13 +25,13 @@ from functools import partial
 
 import httpx
 
+from benchmarks import book
+from benchmarks._counter_workloads import client_on, tier_on
+from benchmarks._harness import Contender, Harness
+from benchmarks._loops import Loop
+from benchmarks._page_app import BODY, serve
+from benchmarks._results import Goal, Measurement, Row
 from webtier._core.protocol import Call
-from webtier.bench import book
-from webtier.bench._counter_workloads import client_on, tier_on
-from webtier.bench._harness import Contender, Harness
-from webtier.bench._loops import Loop
-from webtier.bench._page_app import BODY, serve
-from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import Config
 from webtier.pagerules import BOOK_RULES, PageRequest
 from webtier.testing import free_port

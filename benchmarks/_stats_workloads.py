@@ -13,9 +13,9 @@ import itertools
 import random
 from collections.abc import Iterator, Sequence
 
-from webtier.bench import book
-from webtier.bench._counter_workloads import client_on
-from webtier.bench._loops import Loop
+from benchmarks import book
+from benchmarks._counter_workloads import client_on
+from benchmarks._loops import Loop
 from webtier.config import ACCESS_TIME, Config, StatsSettings
 from webtier.connect import connect
 from webtier.sync import WebTier

@@ -1,5 +1,5 @@
 """The row cache benchmark: webtier's row cache against the book's Listings
-2.7-2.8 (:mod:`webtier.bench.book`), on the same Redis and the same
+2.7-2.8 (:mod:`benchmarks.book`), on the same Redis and the same
 databases (SQLite, and PostgreSQL), in one run.
 
 Rows (docs/benchmarks.md says more):
@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from webtier import shopdb
+from benchmarks import _row_workloads as w
+from benchmarks import book
+from benchmarks._counter_workloads import client_on, tier_on
+from benchmarks._harness import Contender, Harness, Pass
+from benchmarks._results import Goal, Measurement, Row
 from webtier._core.keys import shard_of
-from webtier.bench import _row_workloads as w
-from webtier.bench import book
-from webtier.bench._counter_workloads import client_on, tier_on
-from webtier.bench._harness import Contender, Harness, Pass
-from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import Config
+from webtier.demo import shopdb
 from webtier.errors import EmbeddedServerError
 
 TITLE = "webtier bench rowcache"
@@ -61,7 +61,7 @@ def databases(postgres_url: str | None) -> Iterator[tuple[list[Database], str]]:
         found = [Database("SQLite", f"sqlite:///{folder / 'shop.db'}")]
         if postgres_url is None:
             try:
-                from webtier.pgserver import PostgresServer
+                from webtier.testing.pgserver import PostgresServer
 
                 server = stack.enter_context(PostgresServer.start())
                 postgres_url = server.url

@@ -1,5 +1,5 @@
 """The sessions benchmark: webtier's sessions and carts against the book's
-listings 2.1-2.5 and 2.9 (:mod:`webtier.bench.book`), on the same server,
+listings 2.1-2.5 and 2.9 (:mod:`benchmarks.book`), on the same server,
 in one run.
 
 Rows (docs/benchmarks.md says more):
@@ -23,14 +23,14 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from functools import partial
 
+from benchmarks import _session_workloads as w
+from benchmarks import book
+from benchmarks._counter_workloads import client_on
+from benchmarks._harness import Contender, Harness, Pass
+from benchmarks._loops import Loop
+from benchmarks._results import Goal, Measurement, Row
 from webtier._core.protocol import Chain, Command, ScriptCall
 from webtier._ops import sessions as session_ops
-from webtier.bench import _session_workloads as w
-from webtier.bench import book
-from webtier.bench._counter_workloads import client_on
-from webtier.bench._harness import Contender, Harness, Pass
-from webtier.bench._loops import Loop
-from webtier.bench._results import Goal, Measurement, Row
 from webtier.config import Config
 from webtier.ranking import ViewCounter
 

@@ -1,14 +1,5 @@
-"""Real Redis servers and clusters for tests and benchmarks.
-
-webtier's own test suite and benchmarks use these; so can yours. Each server
-is a real ``redis-server`` process on a free loopback port, with no
-persistence, started in a temporary directory and killed on ``stop()``.
-
-    with RedisServer.start() as server:          # one server
-        client = redis.Redis(port=server.port)
-    with RedisCluster.start() as cluster:        # 3 masters + 3 replicas
-        client = redis.cluster.RedisCluster(port=cluster.ports[0])
-"""
+"""Real ``redis-server`` processes and clusters on loopback ports (see
+:mod:`webtier.testing`)."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 import redis
 
-from webtier.bench import book
-from webtier.bench._loops import Loop
+from benchmarks import book
+from benchmarks._loops import Loop
 from webtier.connect import connect
 from webtier.sync import WebTier
 from webtier.types import FlushReport

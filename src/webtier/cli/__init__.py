@@ -1,0 +1,50 @@
+"""The ``webtier`` command (also ``python -m webtier``).
+
+Options shared by every command are declared once, on the group
+(:mod:`webtier.cli.group`), and read from the environment there, at the edge:
+``--url`` (``WEBTIER_REDIS_URL``), ``--data-dir`` (``WEBTIER_DATA_DIR``),
+``--prefix`` (``WEBTIER_PREFIX``). Without a URL, commands use webtier's
+embedded redis-server in the data directory; several webtier processes
+share it. Each command group is a module of this package; this one only
+puts them together. Needs the ``cli`` extra (click and rich).
+"""
+
+from __future__ import annotations
+
+from webtier._core.compat import moved
+from webtier._core.extras import extra_needed
+
+# Before the command modules, which import click: without it, one line.
+with extra_needed("cli", "the webtier command"):
+    import click  # noqa: F401
+
+from webtier.cli import bench, counters, demo, ranking, rows, sessions, stats, workers
+from webtier.cli.group import LazyCommand, main
+
+__all__ = ["main"]
+
+# Names of the single-module CLI this package replaced.
+__getattr__ = moved(
+    __name__,
+    {
+        "Edge": "webtier.cli.shared:SharedOptions",
+        "pass_edge": "webtier.cli.shared:pass_options",
+        "shop_db_path": "webtier.cli.shared:shop_db_path",
+        "stop_on_signals": "webtier.cli.signals:stop_on_signals",
+    },
+)
+
+
+for command in (
+    workers.worker,
+    workers.workers,
+    demo.demo,
+    workers.server,
+    rows.rows,
+    counters.counters,
+    stats.stats,
+    ranking.ranking,
+    sessions.sessions,
+):
+    main.add_command(command)
+main.add_command(LazyCommand("bench", bench.bench, bench.SHORT_HELP))

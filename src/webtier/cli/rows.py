@@ -1,0 +1,126 @@
+"""``webtier rows``: the row cache on the demo shop's inventory.
+
+The database is ``--database`` (``WEBTIER_DATABASE_URL``), else the demo's
+SQLite file; ``webtier rows init`` creates and seeds it. ``webtier worker``
+then keeps the scheduled rows fresh. SQLAlchemy is imported by the commands
+that run, never by ``webtier --help``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from webtier._core.extras import extra_needed
+from webtier.cli.shared import SharedOptions, pass_options
+
+
+def _fail(error: Exception) -> click.ClickException:
+    return click.ClickException(str(error).splitlines()[0])
+
+
+@click.group()
+def rows() -> None:
+    """The row cache: inventory rows of the shop's database, kept fresh in Redis."""
+
+
+@rows.command("init")
+@click.option("--items", default=1000, show_default=True, help="Items 1..N to have in stock.")
+@click.option("--reset", is_flag=True, help="Drop the inventory table first.")
+@pass_options
+def init(options: SharedOptions, items: int, reset: bool) -> None:
+    """Create the shop's database and seed its inventory."""
+    with extra_needed("sql", "the row cache commands"):
+        import sqlalchemy as sa
+
+    from webtier.demo import shopdb
+
+    try:
+        engine = sa.create_engine(options.database_url())
+    except sa.exc.SQLAlchemyError as error:
+        raise _fail(error) from error
+    try:
+        added = shopdb.create(engine, items, reset=reset)
+    except sa.exc.SQLAlchemyError as error:
+        raise _fail(error) from error
+    finally:
+        engine.dispose()
+    click.echo(f"{engine.url.render_as_string(hide_password=True)}: {added} items added")
+
+
+@rows.command("schedule")
+@click.argument("item_ids", nargs=-1, type=int)
+@click.option("--all", "every", is_flag=True, help="Every item of the inventory table.")
+@click.option(
+    "--delay", type=float, required=True, help="Seconds between refreshes; <= 0 unschedules."
+)
+@pass_options
+def schedule(options: SharedOptions, item_ids: tuple[int, ...], every: bool, delay: float) -> None:
+    """Refresh ITEM_IDS (or --all) every --delay seconds."""
+    source = options.inventory()
+    if every:
+        import sqlalchemy as sa  # there: the inventory source needs it
+
+        from webtier.demo import shopdb
+
+        try:
+            with source.engine.connect() as conn:
+                item_ids = tuple(conn.scalars(sa.select(shopdb.inventory.c.item_id)))
+        except sa.exc.SQLAlchemyError as error:
+            raise _fail(error) from error
+    if not item_ids:
+        raise click.UsageError("name item ids, or --all")
+    with options.tier() as tier:
+        for item_id in item_ids:
+            tier.rows.schedule(source, item_id, delay)
+    verb = "scheduled" if delay > 0 else "unscheduled"
+    click.echo(f"{len(item_ids)} items {verb}")
+
+
+@rows.command("refresh")
+@pass_options
+def refresh(options: SharedOptions) -> None:
+    """Refresh every scheduled row that is due now, once (the worker does it
+    continuously)."""
+    source = options.inventory()
+    with options.tier() as tier:
+        report = tier.rows.refresh_due([source])
+    click.echo(
+        f"{report.claimed} due: {report.stored} stored, {report.removed} removed, "
+        f"{report.fenced} fenced, {report.dropped} dropped, {report.failed} failed "
+        f"in {report.seconds:.2f} s"
+    )
+
+
+@rows.command("show")
+@click.argument("item_id", type=int)
+@click.option("--load", is_flag=True, help="On a miss, read the row from the database.")
+@pass_options
+def show(options: SharedOptions, item_id: int, load: bool) -> None:
+    """The cached copy of ITEM_ID, as JSON (exit status 1 if none)."""
+    with options.tier() as tier:
+        row = tier.rows.get(options.inventory(), item_id, load=load)
+    if row is None:
+        raise click.ClickException(f"item {item_id} is not cached")
+    click.echo(json.dumps(row, default=str, indent=2))
+
+
+@rows.command("invalidate")
+@click.argument("item_ids", nargs=-1, type=int, required=True)
+@pass_options
+def invalidate(options: SharedOptions, item_ids: tuple[int, ...]) -> None:
+    """Drop the cached copies of ITEM_IDS (after changing them in the database)."""
+    source = options.inventory()
+    with options.tier() as tier:
+        dropped = sum(tier.rows.invalidate(source, item_id) for item_id in item_ids)
+    click.echo(f"{dropped} cached copies dropped")
+
+
+@rows.command("status")
+@pass_options
+def status(options: SharedOptions) -> None:
+    """How many rows are scheduled, due and being loaded."""
+    with options.tier() as tier:
+        now = tier.rows.status(options.inventory())
+    click.echo(f"scheduled {now.scheduled}  due {now.due}  loading {now.loading}")

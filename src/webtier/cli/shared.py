@@ -1,0 +1,96 @@
+"""What the options every command shares say, and the tier they open."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from webtier.config import Config, RowSettings, SessionSettings, StatsSettings
+from webtier.connect import open as open_tier
+from webtier.embedded import default_data_dir
+from webtier.errors import WebtierError
+from webtier.sync import WebTier
+
+if TYPE_CHECKING:
+    from webtier.rowsource import Source
+    from webtier.sqlsource import SqlSource
+
+
+@dataclass(frozen=True)
+class SharedOptions:
+    """Where Redis is, how keys are named, where the shop's database is; a
+    command group may add the settings the app uses (``stats``, ``sessions``)."""
+
+    url: str | None
+    data_dir: Path | None
+    prefix: str
+    database: str | None = None  # SQLAlchemy URL of the shop's database
+    stats: StatsSettings = field(default_factory=StatsSettings)
+    sessions: SessionSettings = field(default_factory=SessionSettings)
+
+    @contextlib.contextmanager
+    def tier(self, *, with_rows: bool = False) -> Iterator[WebTier]:
+        """A tier on the Redis of the options; ``with_rows``: with the shop's
+        row sources configured (what the worker refreshes). A webtier error
+        inside the block ends the command with its one-line message."""
+        sources = self.row_sources() if with_rows else ()
+        config = Config(
+            prefix=self.prefix,
+            rows=RowSettings(sources=sources),
+            stats=self.stats,
+            sessions=self.sessions,
+        )
+        try:
+            with open_tier(self.url, config=config, data_dir=self.data_dir) as tier:
+                yield tier
+        except WebtierError as error:
+            raise click.ClickException(str(error)) from error
+
+    # -- row cache ----------------------------------------------------------------------
+    def database_url(self) -> str:
+        """The shop's database: ``--database``, else the demo's SQLite file."""
+        return self.database or f"sqlite:///{shop_db_path(self.data_dir)}"
+
+    def inventory(self) -> SqlSource:
+        """The shop's inventory table, as a row source."""
+        from webtier.demo import shopdb  # imports SQLAlchemy: only for commands that need it
+
+        return shopdb.inventory_source(self.database_url())
+
+    def row_sources(self) -> tuple[Source, ...]:
+        """The shop's inventory, if a database was named or the demo's SQLite
+        file exists; else none."""
+        if self.database is None and not shop_db_path(self.data_dir).exists():
+            return ()
+        return (self.inventory(),)
+
+
+def shop_db_path(data_dir: Path | None) -> Path:
+    """The demo shop's SQLite file: ``shop.db`` in ``--data-dir``, else beside
+    the embedded redis-server's default data directory."""
+    return (data_dir if data_dir is not None else default_data_dir().parent) / "shop.db"
+
+
+pass_options = click.make_pass_decorator(SharedOptions)
+
+
+def with_app_settings(
+    ctx: click.Context,
+    *,
+    stats: StatsSettings | None = None,
+    sessions: SessionSettings | None = None,
+) -> None:
+    """The commands of ``ctx``'s group open their tier with the settings the
+    app uses (given on the group's command line), the rest as shared."""
+    options = ctx.find_object(SharedOptions)
+    if options is None:  # the group was run alone, not under ``webtier``
+        raise click.UsageError("run it as a command of webtier")
+    ctx.obj = dataclasses.replace(
+        options, stats=stats or options.stats, sessions=sessions or options.sessions
+    )
