@@ -4,8 +4,8 @@ For readers of *Redis in Action*: ``conn`` first, as in the listings, and any
 redis-py client will do (``Redis`` or ``RedisCluster``, with or without
 ``decode_responses``); results come back as ``str``/``int``/``float``, never
 bytes. Each function is a thin wrapper over webtier's real API, with its
-default settings and key prefix: where the book's listing has a bug (see
-``SPEC.md``), these do what the book meant.
+default settings and key prefix: where the book's listing has a bug, these
+do what the book meant.
 
 Daemons (``clean_counters``...) run until ``stop`` is set or the process is
 interrupted; ``once=True`` runs a single pass and returns.
@@ -187,7 +187,7 @@ def slowest(conn: Any, n: int = 100) -> list[tuple[str, float]]:
 def rescale_viewed(conn: Any, once: bool = False, *, stop: threading.Event | None = None) -> None:
     """The rescale daemon (Listing 2.10): once every 5 minutes keep the
     20,000 most viewed items and halve every count. The printed listing keeps
-    the *least* viewed (SPEC.md); this keeps the most viewed. Periods follow
+    the *least* viewed (an error of the listing); this keeps the most viewed. Periods follow
     the Redis server's clock and each is rescaled at most once, however many
     daemons run: ``once=True`` runs one pass, which does nothing if this
     period was rescaled already."""
