@@ -12,7 +12,6 @@ costs no Redis call and gets no cookie.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,7 +35,7 @@ def load(cfg: Config, state: SessionState) -> Op[str | None]:
         return None
     try:
         info = yield from session_ops.info(cfg, state.token)
-        idle = None if info is None else time.time() - float(info.last_seen)
+        idle = None if info is None else cfg.clock.wall() - float(info.last_seen)
         if idle is not None and idle >= state.refresh_after:
             alive = yield from session_ops.touch(cfg, state.token, views=state.views)
             info = info if alive else None
