@@ -10,6 +10,7 @@ __getattr__ = moved(
         "WSGISessionMiddleware": "webtier.web.sessions:WSGIMiddleware",
         "session_of": "webtier.web.sessions:session_of",
         "where": "webtier.web.sessions.wsgi:where",
+        "UNAVAILABLE_STATUS": "webtier.web.sessions.wsgi:UNAVAILABLE_STATUS",
         "sessions_for_flask": "webtier.web.sessions.flask:install",
         "current_session": "webtier.web.sessions.flask:current_session",
     },
