@@ -2,7 +2,7 @@
 
 ``/page`` renders for 20 ms of CPU (a template's work: it holds the event
 loop, as real rendering holds the interpreter) and returns 10 KB of HTML.
-Cached through :class:`~webtier.web.pagecache_asgi.PageCacheMiddleware`;
+Cached through :class:`~webtier.web.pagecache.ASGIMiddleware`;
 ``/page?_=1`` is the same render, uncached (the book's dynamic mark). Each
 response tells how many renders the process has done (``x-renders``).
 """
@@ -20,13 +20,13 @@ from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config
 from webtier.connect import connect_async
 from webtier.pagerules import CacheRoute, PageRules
-from webtier.web.pagecache_asgi import PageCacheMiddleware
+from webtier.web import pagecache
 
 RENDER_SECONDS = 0.020
 BODY = b"".join(b"<tr><td>row %d</td><td>some cell text</td></tr>\n" % i for i in range(220))
 
 
-def make_app(redis_url: str, prefix: str) -> PageCacheMiddleware:
+def make_app(redis_url: str, prefix: str) -> pagecache.ASGIMiddleware:
     renders = 0
 
     async def page(request: Request) -> Response:
@@ -40,7 +40,7 @@ def make_app(redis_url: str, prefix: str) -> PageCacheMiddleware:
     app = Starlette(routes=[Route("/page", page), Route("/cold/{n}", page)])
     tier = AsyncWebTier(connect_async(redis_url), Config(prefix=prefix))
     rules = PageRules(routes=(CacheRoute("/page"), CacheRoute("/cold/*")))
-    return PageCacheMiddleware(app, tier, rules)
+    return pagecache.ASGIMiddleware(app, tier, rules)
 
 
 def serve(redis_url: str, prefix: str, port: int) -> None:

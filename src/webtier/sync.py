@@ -133,8 +133,8 @@ class Rows(Part):
 
 class PageCache(Part):
     """Whole pages kept in Redis (Redis in Action 2.3): see docs/pagecache.md.
-    Pages are served by the middleware (:mod:`webtier.web.pagecache_asgi`,
-    :mod:`webtier.web.pagecache_wsgi`); these drop them."""
+    Pages are served by the middleware (:mod:`webtier.web.pagecache`);
+    these drop them."""
 
     serve = sync_op(pages.serve)
     invalidate = sync_op(pages.invalidate)

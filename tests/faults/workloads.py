@@ -42,17 +42,12 @@ from webtier.config import Config, RetryPolicy
 from webtier.errors import UnknownSession
 from webtier.pagerules import CacheRoute, PageRules
 from webtier.sqlsource import SqlSource
-from webtier.web._sessions import SessionOptions, encode
-from webtier.web.pagecache_asgi import PageCacheMiddleware
-from webtier.web.pagecache_wsgi import WSGIPageCache
-from webtier.web.sessions_asgi import SessionMiddleware
-from webtier.web.sessions_wsgi import (
-    WSGISessionMiddleware,
-    current_session,
-    session_of,
-    sessions_for_flask,
-)
-from webtier.web.timing import AccessTimeMiddleware, WSGIAccessTime, time_flask
+from webtier.web import pagecache, sessions, timing
+from webtier.web.pagecache import flask as flask_pagecache
+from webtier.web.sessions import SessionOptions
+from webtier.web.sessions import flask as flask_sessions
+from webtier.web.sessions.cookie import encode
+from webtier.web.timing import flask as flask_timing
 
 # What each operation of a workload may wait for Redis, retries included:
 # the middlewares' default, so a fault costs a step about that at most.
@@ -546,15 +541,15 @@ def flask_app(tier: webtier.WebTier, catalog: Catalog) -> Any:
 
     @app.get("/")
     def home() -> str:
-        return home_text(current_session().user())
+        return home_text(flask_sessions.current_session().user())
 
     @app.get("/item")
     def item() -> str:
         return f"item {flask.request.args['item']} v{catalog.version}"
 
-    sessions_for_flask(app, tier, insecure_local_http=True)
-    app.wsgi_app = WSGIPageCache(app.wsgi_app, tier, page_rules())  # type: ignore[method-assign]
-    time_flask(app, tier)
+    flask_sessions.install(app, tier, insecure_local_http=True)
+    flask_pagecache.install(app, tier, page_rules())
+    flask_timing.install(app, tier)
     return app
 
 
@@ -566,14 +561,14 @@ def wsgi_app(tier: webtier.WebTier, catalog: Catalog) -> Any:
             item = parse_qs(environ["QUERY_STRING"])["item"][0]
             body = f"item {item} v{catalog.version}".encode()
         else:
-            body = home_text(session_of(environ).user()).encode()
+            body = home_text(sessions.session_of(environ).user()).encode()
         start_response(
             "200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))]
         )
         return [body]
 
-    sessions = WSGISessionMiddleware(app, tier, insecure_local_http=True)
-    return WSGIAccessTime(WSGIPageCache(sessions, tier, page_rules()), tier)
+    with_sessions = sessions.WSGIMiddleware(app, tier, insecure_local_http=True)
+    return timing.WSGIMiddleware(pagecache.WSGIMiddleware(with_sessions, tier, page_rules()), tier)
 
 
 def asgi_app(tier: webtier.AsyncWebTier, catalog: Catalog) -> Starlette:
@@ -586,9 +581,9 @@ def asgi_app(tier: webtier.AsyncWebTier, catalog: Catalog) -> Starlette:
     return Starlette(
         routes=[Route("/", home), Route("/item", item)],
         middleware=[
-            Middleware(AccessTimeMiddleware, tier=tier),
-            Middleware(PageCacheMiddleware, tier=tier, rules=page_rules()),
-            Middleware(SessionMiddleware, tier=tier, insecure_local_http=True),
+            Middleware(timing.ASGIMiddleware, tier=tier),
+            Middleware(pagecache.ASGIMiddleware, tier=tier, rules=page_rules()),
+            Middleware(sessions.ASGIMiddleware, tier=tier, insecure_local_http=True),
         ],
     )
 

@@ -18,9 +18,9 @@ from starlette.routing import Route
 import webtier
 from tests.integration.sessionhelp import cookie_value, set_cookies
 from webtier.errors import LateCookie
-from webtier.web.session import AsyncSession, Session
-from webtier.web.sessions_asgi import SessionMiddleware, request_session
-from webtier.web.sessions_wsgi import current_session, sessions_for_flask
+from webtier.web import sessions
+from webtier.web.sessions import AsyncSession, Session
+from webtier.web.sessions import flask as flask_sessions
 
 COOKIE = "webtier_session"
 
@@ -101,7 +101,7 @@ STARLETTE_ROUTES = [
 def starlette_shop(
     tier: webtier.AsyncWebTier, *, lifespan: Any = None, **options: Any
 ) -> Starlette:
-    middleware = [Middleware(SessionMiddleware, tier=tier, **options)]
+    middleware = [Middleware(sessions.ASGIMiddleware, tier=tier, **options)]
     return Starlette(routes=STARLETTE_ROUTES, middleware=middleware, lifespan=lifespan)
 
 
@@ -109,12 +109,12 @@ def starlette_shop(
 
 
 # Module level: FastAPI resolves the (string) annotations in the module's names.
-FastSession = Annotated[AsyncSession, Depends(request_session)]
+FastSession = Annotated[AsyncSession, Depends(sessions.request_session)]
 
 
 def fastapi_shop(tier: webtier.AsyncWebTier, **options: Any) -> FastAPI:
     app = FastAPI()
-    app.add_middleware(SessionMiddleware, tier=tier, **options)
+    app.add_middleware(sessions.ASGIMiddleware, tier=tier, **options)
 
     @app.get("/home")
     async def show_home() -> str:
@@ -164,35 +164,35 @@ def flask_shop(tier: webtier.WebTier, **options: Any) -> flask.Flask:
 
     @app.get("/me")
     def show_me() -> Any:
-        s: Session = current_session()
+        s: Session = flask_sessions.current_session()
         return described(s.user(), s.data(), s.cart(), s.recently_viewed())
 
     @app.post("/view/<item>")
     def show_item(item: str) -> str:
-        current_session().record_view(item)
+        flask_sessions.current_session().record_view(item)
         return "viewed"
 
     @app.post("/cart/<item>/<int:count>")
     def add_item(item: str, count: int) -> str:
-        current_session().set_cart(item, count)
+        flask_sessions.current_session().set_cart(item, count)
         return "added"
 
     @app.post("/data/<name>/<value>")
     def remember_value(name: str, value: str) -> str:
-        current_session().update({name: value})
+        flask_sessions.current_session().update({name: value})
         return "remembered"
 
     @app.post("/login/<user>")
     def log_in(user: str) -> str:
-        current_session().login(user)
+        flask_sessions.current_session().login(user)
         return "welcome"
 
     @app.post("/logout")
     def log_out() -> str:
-        current_session().logout()
+        flask_sessions.current_session().logout()
         return "bye"
 
-    sessions_for_flask(app, tier, **options)
+    flask_sessions.install(app, tier, **options)
     return app
 
 

@@ -34,11 +34,10 @@ from webtier._ops.sessions import place
 from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRules
 from webtier.testing import RedisCluster, RedisServer
-from webtier.web.pagecache_asgi import PageCacheMiddleware
-from webtier.web.pagecache_wsgi import WSGIPageCache
-from webtier.web.sessions_asgi import SessionMiddleware
-from webtier.web.sessions_wsgi import current_session, sessions_for_flask
-from webtier.web.timing import AccessTimeMiddleware, time_flask
+from webtier.web import pagecache, sessions, timing
+from webtier.web.pagecache import flask as flask_pagecache
+from webtier.web.sessions import flask as flask_sessions
+from webtier.web.timing import flask as flask_timing
 
 pytestmark = pytest.mark.faults
 
@@ -177,9 +176,9 @@ def asgi_app(tier: webtier.AsyncWebTier) -> Starlette:
             Route("/view/{item}", views_item, methods=["POST"]),
         ],
         middleware=[
-            Middleware(AccessTimeMiddleware, tier=tier),
-            Middleware(PageCacheMiddleware, tier=tier, rules=rules),
-            Middleware(SessionMiddleware, tier=tier, insecure_local_http=True),
+            Middleware(timing.ASGIMiddleware, tier=tier),
+            Middleware(pagecache.ASGIMiddleware, tier=tier, rules=rules),
+            Middleware(sessions.ASGIMiddleware, tier=tier, insecure_local_http=True),
         ],
     )
 
@@ -193,16 +192,17 @@ def flask_app(tier: webtier.WebTier) -> flask.Flask:
 
     @app.get("/me")
     def me() -> str:
-        return f"hello {current_session().user()}"
+        return f"hello {flask_sessions.current_session().user()}"
 
-    sessions_for_flask(app, tier, insecure_local_http=True)
-    app.wsgi_app = WSGIPageCache(app.wsgi_app, tier, PageRules(routes=(CacheRoute("/"),)))
-    time_flask(app, tier)
+    flask_sessions.install(app, tier, insecure_local_http=True)
+    flask_pagecache.install(app, tier, PageRules(routes=(CacheRoute("/"),)))
+    flask_timing.install(app, tier)
     return app
 
 
 def a_session_cookie(tier: webtier.WebTier) -> str:
-    from webtier.web._sessions import SessionOptions, encode
+    from webtier.web.sessions import SessionOptions
+    from webtier.web.sessions.cookie import encode
 
     return f"{COOKIE}={encode(SessionOptions(), tier.sessions.new())}"
 

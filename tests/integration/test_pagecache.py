@@ -30,7 +30,7 @@ from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRequest, PageRules
 from webtier.testing import RedisServer
 from webtier.types import Rendered, Served
-from webtier.web.pagecache_asgi import PageCacheMiddleware
+from webtier.web import pagecache
 
 pytestmark = pytest.mark.anyio
 
@@ -241,7 +241,7 @@ async def test_a_site_whose_redis_is_stopped_serves_uncached(
     )
     tier = webtier.AsyncWebTier(client, config)
     app = Starlette(routes=[Route("/hot", hello)])
-    app.add_middleware(PageCacheMiddleware, tier=tier, rules=HOT)
+    app.add_middleware(pagecache.ASGIMiddleware, tier=tier, rules=HOT)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://shop.test") as http:
         assert (await http.get("/hot")).headers["x-cache"] == "MISS"
@@ -263,13 +263,11 @@ def test_a_flask_site_whose_redis_is_stopped_serves_uncached(
     import flask
     from werkzeug.serving import make_server
 
-    from webtier.web.pagecache_wsgi import WSGIPageCache
-
     client = webtier.connect(own_server.url)
     config = Config(prefix="outage", retry=RetryPolicy(attempts=0))
     app = flask.Flask("outage")
     app.get("/hot")(lambda: "hello")
-    cached = WSGIPageCache(app.wsgi_app, webtier.WebTier(client, config), HOT)
+    cached = pagecache.WSGIMiddleware(app.wsgi_app, webtier.WebTier(client, config), HOT)
     app.wsgi_app = cached  # type: ignore[method-assign]
     server = make_server("127.0.0.1", 0, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()

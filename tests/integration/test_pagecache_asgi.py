@@ -19,7 +19,7 @@ from starlette.routing import Route
 import webtier
 from webtier.config import Config, PageCacheSettings
 from webtier.pagerules import CacheRoute, PageRules
-from webtier.web.pagecache_asgi import PageCacheMiddleware
+from webtier.web import pagecache
 
 pytestmark = pytest.mark.anyio
 
@@ -94,7 +94,7 @@ class Shop:
                 Route("/missing", self.missing),
             ]
         )
-        app.add_middleware(PageCacheMiddleware, tier=tier, rules=rules)
+        app.add_middleware(pagecache.ASGIMiddleware, tier=tier, rules=rules)
         return app
 
 

@@ -32,8 +32,7 @@ import webtier
 from webtier.config import Config, PageCacheSettings
 from webtier.pagerules import CacheRoute, PageRules
 from webtier.testing import free_port
-from webtier.web.pagecache_asgi import PageCacheMiddleware
-from webtier.web.pagecache_wsgi import WSGIPageCache
+from webtier.web import pagecache
 
 HOME = PageRules(routes=(CacheRoute("/"),))
 SCRIPT = "<script>alert(1)</script>"
@@ -100,7 +99,7 @@ def asgi_site(redis_url: str, config: Config, rules: PageRules) -> Iterator[Site
         routes=[Route("/", page), Route("/account", page), Route("/item", page)],
         lifespan=lifespan,
     )
-    cached = PageCacheMiddleware(app, webtier.AsyncWebTier(client, config), rules)
+    cached = pagecache.ASGIMiddleware(app, webtier.AsyncWebTier(client, config), rules)
     server = uvicorn.Server(
         uvicorn.Config(cached, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
@@ -132,7 +131,7 @@ def wsgi_site(redis_url: str, config: Config, rules: PageRules) -> Iterator[Site
 
     for path in ("/", "/account", "/item"):
         app.add_url_rule(path, path, page)
-    cached = WSGIPageCache(app.wsgi_app, webtier.WebTier(client, config), rules)
+    cached = pagecache.WSGIMiddleware(app.wsgi_app, webtier.WebTier(client, config), rules)
     app.wsgi_app = cached  # type: ignore[method-assign]
     server = make_server("127.0.0.1", 0, app, threaded=True)
     site.url = f"http://127.0.0.1:{server.server_port}"

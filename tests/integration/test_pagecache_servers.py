@@ -25,8 +25,7 @@ import webtier
 from webtier.config import Config, PageCacheSettings
 from webtier.pagerules import CacheRoute, PageRules
 from webtier.testing import free_port
-from webtier.web.pagecache_asgi import PageCacheMiddleware
-from webtier.web.pagecache_wsgi import WSGIPageCache
+from webtier.web import pagecache
 
 BIG = ("<li>one more line of a long listing</li>\n" * 300).encode()
 RULES = PageRules(
@@ -76,7 +75,7 @@ class FlaskShop:
             self.count()
             return flask.Response((f"chunk {n} " for n in range(3)), mimetype="text/plain")
 
-        self.middleware = WSGIPageCache(app.wsgi_app, tier, RULES)
+        self.middleware = pagecache.WSGIMiddleware(app.wsgi_app, tier, RULES)
         app.wsgi_app = self.middleware  # type: ignore[method-assign]
         self.app = app
 
@@ -162,7 +161,7 @@ def uvicorn_url(redis_url: str, page_config: Config) -> Iterator[str]:
         await client.aclose()
 
     app = Starlette(routes=[Route("/big", hot)], lifespan=lifespan)
-    cached = PageCacheMiddleware(app, tier, RULES)
+    cached = pagecache.ASGIMiddleware(app, tier, RULES)
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(cached, host="127.0.0.1", port=port, log_level="warning", lifespan="on")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import uuid
 from typing import Any
@@ -72,25 +73,22 @@ async def test_a_view_is_counted_only_for_a_live_session(tier: Any) -> None:
 async def test_a_view_recorded_after_the_session_ended_counts_once(tier: Any) -> None:
     # A handler reads the user, a logout elsewhere ends the session, then the
     # handler records a view: it goes to a new session, counted once.
-    from webtier.web._sessions import OutageLog, SessionOptions, SessionState, drive_async
-    from webtier.web._sessions import record_view as record
-    from webtier.web._sessions import user as read_user
+    from webtier.web.sessions import SessionOptions, flows
+    from webtier.web.sessions.outage import OutageLog
+    from webtier.web.sessions.state import SessionState
 
     token = await tier.sessions.new()
-    state = SessionState(SessionOptions(), OutageLog(30), token)
-    run = drive_async if isinstance(tier, webtier.AsyncWebTier) else _drive_in_thread
-    assert await run(tier, read_user(state)) is None
+    state = SessionState(SessionOptions(), OutageLog(30), token, views=tier.ranking.views)
+    # The flows are ordinary operations: the tier's own transport runs them.
+    run = tier.transport.run
+    if not isinstance(tier, webtier.AsyncWebTier):
+        run = functools.partial(anyio.to_thread.run_sync, run)
+    assert await run(flows.user(tier.config, state)) is None
     await tier.sessions.logout(token)
-    await run(tier, record(state, "42"))
+    await run(flows.record_view(tier.config, state, "42"))
     assert state.token not in (None, token)
     assert await tier.ranking.top(5) == [("42", 1.0)]
     assert await tier.sessions.recently_viewed(state.token) == ["42"]
-
-
-async def _drive_in_thread(tier: Any, flow: Any) -> Any:
-    from webtier.web._sessions import drive
-
-    return await anyio.to_thread.run_sync(drive, tier._wrapped, flow)
 
 
 async def test_the_recency_index_forgets_expired_sessions_with_no_cleaner(

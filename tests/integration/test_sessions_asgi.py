@@ -27,7 +27,8 @@ from tests.integration.sessionhelp import (
 from tests.integration.sessionshop import COOKIE, fastapi_shop, starlette_shop, visit
 from webtier.config import RetryPolicy
 from webtier.testing import RedisServer
-from webtier.web._sessions import SessionOptions, encode
+from webtier.web.sessions import SessionOptions
+from webtier.web.sessions.cookie import encode
 
 pytestmark = pytest.mark.anyio
 

@@ -33,7 +33,7 @@ if not settings.configured:
         SECRET_KEY="only-for-these-tests",
         ALLOWED_HOSTS=["*"],
         ROOT_URLCONF=__name__,
-        MIDDLEWARE=["webtier.web.sessions_django.SessionMiddleware"],
+        MIDDLEWARE=["webtier.web.sessions.django.Middleware"],
         INSTALLED_APPS=[],
         USE_TZ=True,
     )

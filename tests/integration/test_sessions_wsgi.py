@@ -19,7 +19,7 @@ from tests.integration.sessionhelp import KEY, serving, set_cookies
 from tests.integration.sessionshop import flask_shop, visit
 from webtier.config import RetryPolicy
 from webtier.testing import RedisServer
-from webtier.web.sessions_wsgi import WSGISessionMiddleware, session_of
+from webtier.web import sessions
 
 
 @pytest.fixture
@@ -46,12 +46,12 @@ def test_flask_cookies_stay_secure_unless_asked(stier: webtier.WebTier) -> None:
 
 def test_any_wsgi_app_finds_its_session_in_the_environ(stier: webtier.WebTier) -> None:
     def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-        session = session_of(environ)
+        session = sessions.session_of(environ)
         session.update({"seen": "yes"})
         start_response("200 OK", [("Content-Type", "text/plain"), ("Cache-Control", "public")])
         return [str(session.data()).encode()]
 
-    with serving(WSGISessionMiddleware(app, stier, path="/app")) as base:
+    with serving(sessions.WSGIMiddleware(app, stier, path="/app")) as base:
         response = httpx.get(f"{base}/anything")
         assert response.text == "{'seen': 'yes'}"
         assert "path=/app" in response.headers["set-cookie"].lower()
@@ -98,10 +98,10 @@ def test_a_plain_wsgi_app_raising_the_outage_gets_503(
 
     def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         start_response("200 OK", [("Content-Type", "text/plain")])  # replaced by the 503
-        return [str(session_of(environ).user()).encode()]
+        return [str(sessions.session_of(environ).user()).encode()]
 
     server.kill()
-    with serving(WSGISessionMiddleware(app, tier)) as base:
+    with serving(sessions.WSGIMiddleware(app, tier)) as base:
         token = "A" * 43
         response = httpx.get(base, headers={"cookie": f"webtier_session={token}"})
         assert response.status_code == 503

@@ -23,13 +23,9 @@ from werkzeug.serving import make_server
 
 import webtier
 from tests.conftest import all_keys
-from webtier.web.timing import (
-    ROUTE_KEY,
-    UNMATCHED,
-    AccessTimeMiddleware,
-    WSGIAccessTime,
-    time_flask,
-)
+from webtier.web import timing
+from webtier.web.timing import ROUTE_KEY, UNMATCHED
+from webtier.web.timing import flask as flask_timing
 
 ACCESS = "AccessTime"
 pytestmark = pytest.mark.usefixtures("steady_hour")
@@ -93,7 +89,7 @@ def starlette_app(tier: webtier.AsyncWebTier) -> Starlette:
         Mount("/static", app=files),
         Host("admin.shop.test", app=Router([Route("/dash", ok)])),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(AccessTimeMiddleware, tier=tier)])
+    return Starlette(routes=routes, middleware=[Middleware(timing.ASGIMiddleware, tier=tier)])
 
 
 @pytest.fixture
@@ -149,7 +145,7 @@ async def test_non_http_scopes_pass_through(atier: webtier.AsyncWebTier, redis_u
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         seen.append(scope["type"])
 
-    middleware = AccessTimeMiddleware(app, atier)
+    middleware = timing.ASGIMiddleware(app, atier)
 
     async def receive() -> dict[str, Any]:
         return {}
@@ -198,7 +194,7 @@ def flask_app(tier: webtier.WebTier, propagate: bool = False) -> flask.Flask:
         return uid
 
     app.register_blueprint(api)
-    time_flask(app, tier)
+    flask_timing.install(app, tier)
     return app
 
 
@@ -276,7 +272,7 @@ def test_any_wsgi_app_can_name_its_route_and_a_failing_stream_is_an_error(
         if environ["PATH_INFO"].endswith("/fail"):
             raise Boom
 
-    timed = WSGIAccessTime(app, tier)
+    timed = timing.WSGIMiddleware(app, tier)
 
     def serve(path: str) -> None:
         """What a WSGI server does (PEP 3333): iterate, then close."""

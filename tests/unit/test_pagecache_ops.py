@@ -24,7 +24,7 @@ from webtier.pagerules import (
     wants_fresh,
 )
 from webtier.types import Rendered
-from webtier.web import pagecache_policy as policy
+from webtier.web.pagecache import policy
 
 CFG = Config(prefix="p")
 SETTINGS = CFG.pagecache
@@ -459,7 +459,7 @@ def test_an_invalidation_sets_a_new_generation_that_expires() -> None:
 
 
 def test_a_wsgi_request_shows_its_body_headers() -> None:
-    from webtier.web.pagecache_wsgi import environ_request
+    from webtier.web.pagecache.wsgi import environ_request
 
     environ = {
         "REQUEST_METHOD": "GET",

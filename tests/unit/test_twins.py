@@ -15,6 +15,7 @@ import webtier
 from webtier import aio, sync
 from webtier._core.drive import AsyncTransport, SyncTransport
 from webtier._core.facade import _Bound
+from webtier.web.sessions import AsyncSession, Session
 from webtier.workers import AsyncWorker, Worker
 
 # (sync, asyncio) pairs beyond the facade's parts, found below.
@@ -26,6 +27,7 @@ PAIRS: list[tuple[type, type]] = [
     (webtier.Recorder, webtier.AsyncRecorder),
     (webtier.TopItems, webtier.AsyncTopItems),
     (webtier.ViewAggregator, webtier.AsyncViewAggregator),
+    (Session, AsyncSession),  # a request's session in the web middlewares
 ]
 # The asyncio spelling of a sync name (Python's own conventions).
 ASYNC_NAME = {"close": "aclose", "__enter__": "__aenter__", "__exit__": "__aexit__"}

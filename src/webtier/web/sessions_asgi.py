@@ -1,106 +1,12 @@
-"""Session middleware for ASGI apps (Starlette, FastAPI, any ASGI app), over
-an asyncio tier.
+"""Deprecated path: the ASGI session middleware is
+:class:`webtier.web.sessions.ASGIMiddleware`."""
 
-Starlette and FastAPI::
+from webtier._core.compat import moved
 
-    app.add_middleware(SessionMiddleware, tier=async_tier, signing_keys=[key])
-
-    async def item(request):
-        session = request.state.session            # an AsyncSession
-        # FastAPI: session: AsyncSession = Depends(request_session)
-        await session.record_view(request.path_params["id"])
-        user = await session.user()
-
-Any ASGI app finds the session in ``scope["webtier.session"]``. Options are
-the fields of :class:`~webtier.web.session.SessionOptions` (or pass
-``options=``). When the handler needs the session and Redis is unreachable,
-the middleware answers 503 (or serves the visitor as anonymous, with
-``on_outage="anonymous"``); the error never reaches an exception page.
-"""
-
-from __future__ import annotations
-
-from typing import Any
-
-from webtier._core.deadline import time_limit
-from webtier._core.extras import extra_needed
-from webtier.aio import WebTier as AsyncWebTier
-from webtier.errors import ConfigError, RedisUnavailable
-from webtier.web._sessions import (
-    SESSION_KEY,
-    UNAVAILABLE_BODY,
-    Middleware,
-    SessionOptions,
-    Where,
-    header_values,
-    merge_headers,
+__getattr__ = moved(
+    __name__,
+    {
+        "SessionMiddleware": "webtier.web.sessions:ASGIMiddleware",
+        "request_session": "webtier.web.sessions:request_session",
+    },
 )
-from webtier.web.session import AsyncSession
-
-with extra_needed("web", "the ASGI session middleware"):
-    from starlette.requests import Request
-    from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-
-class SessionMiddleware(Middleware):
-    """Gives each HTTP request a lazy :class:`AsyncSession` carried by a cookie."""
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        tier: AsyncWebTier,
-        *,
-        options: SessionOptions | None = None,
-        **settings: Any,
-    ) -> None:
-        super().__init__(tier, options, settings)
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = scope.get("headers", [])
-        state = self.state(header_values(headers, b"cookie"))
-        session = AsyncSession(self.tier, state)
-        scope[SESSION_KEY] = session
-        scope.setdefault("state", {})["session"] = session  # request.state.session
-        where = Where(
-            mount=scope.get("root_path", ""),
-            scheme=scope.get("scheme", "http"),
-            host=header_values(headers, b"host") or "",
-        )
-        started = False
-
-        async def send_with_cookie(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                extra = state.response_headers(where)
-                if extra:
-                    message = {**message, "headers": _merged(message.get("headers", []), extra)}
-            await send(message)
-
-        try:
-            with time_limit(self.options.time_limit):
-                await self.app(scope, receive, send_with_cookie)
-        except RedisUnavailable as error:
-            if started:
-                raise  # too late for a 503: the server closes the connection
-            headers = _merged([], self.unavailable(error))
-            await send({"type": "http.response.start", "status": 503, "headers": headers})
-            await send({"type": "http.response.body", "body": UNAVAILABLE_BODY})
-
-
-def request_session(request: Request) -> AsyncSession:
-    """The session of a Starlette request; a FastAPI dependency too:
-    ``session: AsyncSession = Depends(request_session)``."""
-    session = request.scope.get(SESSION_KEY)
-    if not isinstance(session, AsyncSession):
-        raise ConfigError("no webtier session: is SessionMiddleware around the app?")
-    return session
-
-
-def _merged(raw: Any, extra: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    existing = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw]
-    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merge_headers(existing, extra)]

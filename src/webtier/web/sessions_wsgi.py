@@ -1,119 +1,17 @@
-"""Session middleware for WSGI apps (Flask, any WSGI app), over a sync tier.
+"""Deprecated path: the WSGI session middleware is
+:class:`webtier.web.sessions.WSGIMiddleware`, Flask's is
+:func:`webtier.web.sessions.flask.install`."""
 
-Flask::
+from webtier._core.compat import moved
 
-    sessions_for_flask(app, tier, signing_keys=[key])
-
-    @app.get("/item/<id>")
-    def item(id):
-        session = current_session()                  # a Session
-        session.record_view(id)
-        return render(user=session.user())
-
-Any WSGI app: wrap it, ``WSGISessionMiddleware(app, tier, ...)``, and find
-the session in ``environ["webtier.session"]``. Options are the fields of
-:class:`~webtier.web.session.SessionOptions` (or pass ``options=``).
-
-When the handler needs the session and Redis is unreachable the request is
-answered 503 (or served as anonymous with ``on_outage="anonymous"``): the
-middleware turns a ``RedisUnavailable`` raised by the app into the 503, and
-for Flask, which turns exceptions into 500 pages itself, an error handler
-does.
-"""
-
-from __future__ import annotations
-
-import sys
-from collections.abc import Callable, Iterable
-from typing import Any, TypeAlias
-
-from webtier._core.deadline import time_limit
-from webtier.errors import ConfigError, RedisUnavailable
-from webtier.sync import WebTier
-from webtier.web._sessions import (
-    SESSION_KEY,
-    UNAVAILABLE_BODY,
-    Middleware,
-    SessionOptions,
-    Where,
-    merge_headers,
+__getattr__ = moved(
+    __name__,
+    {
+        "WSGISessionMiddleware": "webtier.web.sessions:WSGIMiddleware",
+        "session_of": "webtier.web.sessions:session_of",
+        "where": "webtier.web.sessions.wsgi:where",
+        "UNAVAILABLE_STATUS": "webtier.web.sessions.wsgi:UNAVAILABLE_STATUS",
+        "sessions_for_flask": "webtier.web.sessions.flask:install",
+        "current_session": "webtier.web.sessions.flask:current_session",
+    },
 )
-from webtier.web.session import Session
-
-Environ: TypeAlias = dict[str, Any]
-StartResponse: TypeAlias = Callable[..., Any]
-Headers: TypeAlias = list[tuple[str, str]]
-WSGIApp: TypeAlias = Callable[[Environ, StartResponse], Iterable[bytes]]
-
-UNAVAILABLE_STATUS = "503 Service Unavailable"
-
-
-def where(environ: Environ) -> Where:
-    """What the cookie's attributes depend on, from a WSGI environ."""
-    return Where(
-        mount=environ.get("SCRIPT_NAME", ""),
-        scheme=environ.get("wsgi.url_scheme", "http"),
-        host=environ.get("HTTP_HOST") or environ.get("SERVER_NAME", ""),
-    )
-
-
-class WSGISessionMiddleware(Middleware):
-    """Gives each request a lazy :class:`Session` carried by a cookie."""
-
-    def __init__(
-        self,
-        app: WSGIApp,
-        tier: WebTier,
-        *,
-        options: SessionOptions | None = None,
-        **settings: Any,
-    ) -> None:
-        super().__init__(tier, options, settings)
-        self.app = app
-
-    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
-        state = self.state(environ.get("HTTP_COOKIE"))
-        environ[SESSION_KEY] = Session(self.tier, state)
-        request = where(environ)
-
-        def start_with_cookie(status: str, headers: Headers, exc_info: Any = None) -> Any:
-            extra = state.response_headers(request)
-            return start_response(status, merge_headers(headers, extra), exc_info)
-
-        try:
-            with time_limit(self.options.time_limit):
-                return self.app(environ, start_with_cookie)
-        except RedisUnavailable as error:
-            # Nothing was sent yet (the app raised before returning its body),
-            # so the 503 may replace a response the app had started.
-            start_response(UNAVAILABLE_STATUS, self.unavailable(error), sys.exc_info())
-            return [UNAVAILABLE_BODY]
-
-    def flask_unavailable(self, error: RedisUnavailable) -> tuple[bytes, int, Headers]:
-        """The 503 as a Flask error handler returns it."""
-        return UNAVAILABLE_BODY, 503, self.unavailable(error)
-
-
-def session_of(environ: Environ) -> Session:
-    """The session the middleware gave this request."""
-    session = environ.get(SESSION_KEY)
-    if not isinstance(session, Session):
-        raise ConfigError("no webtier session: is WSGISessionMiddleware around the app?")
-    return session
-
-
-def sessions_for_flask(app: Any, tier: WebTier, **settings: Any) -> WSGISessionMiddleware:
-    """Wraps the Flask ``app`` in the session middleware, and answers 503
-    (instead of Flask's 500 page) when a view needs the session while Redis
-    is unreachable. Views get the session with :func:`current_session`."""
-    middleware = WSGISessionMiddleware(app.wsgi_app, tier, **settings)
-    app.wsgi_app = middleware
-    app.register_error_handler(RedisUnavailable, middleware.flask_unavailable)
-    return middleware
-
-
-def current_session() -> Session:
-    """The session of the Flask request being handled."""
-    import flask  # the app's dependency, not webtier's
-
-    return session_of(flask.request.environ)

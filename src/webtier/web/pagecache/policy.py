@@ -1,0 +1,189 @@
+"""HTTP policy of the page cache, shared by the ASGI and the WSGI middleware.
+
+Which responses may be stored (:func:`store_ttl`), what a cached page is
+answered with (:func:`page_response`: gzip when the client takes it, ``304``
+for a matching ``If-None-Match``, ``X-Cache`` and ``Age``), how Redis outages
+are logged (once per interval) and how outcomes are counted. No I/O.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+
+from webtier._core.throttle import Throttle
+from webtier._ops.pagecache import stored_headers
+from webtier.config import Config, PageCacheSettings
+from webtier.errors import ConfigError
+from webtier.pagerules import PageRequest, PageRules, Plan, cache_directives
+from webtier.types import CacheStatus, Page, Rendered
+
+log = logging.getLogger("webtier.pagecache")
+
+Headers = tuple[tuple[str, str], ...]
+
+COUNTERS = {"HIT": "pagecache:hit", "MISS": "pagecache:miss", "STALE": "pagecache:stale"}
+
+
+def store_ttl(
+    settings: PageCacheSettings, plan: Plan, status: int, headers: Headers
+) -> float | None:
+    """Seconds the response may be cached for, or None if it must not be:
+    its request had inputs the key lacks (:attr:`Plan.unkeyed`), it is not
+    a 200, sets a cookie, has ``Cache-Control`` private/no-store/no-cache or
+    ``max-age=0``, varies on a header the route did not declare, or has no
+    ``Content-Length`` (streamed) or one over ``max_body``."""
+    if status != 200 or not plan.storable:
+        return None
+    ttl = plan.ttl
+    length = False
+    for name, value in headers:
+        name = name.lower()
+        if name == "set-cookie":
+            return None
+        if name == "content-length":
+            if not value.strip().isdigit() or int(value) > settings.max_body:
+                return None
+            length = True
+        elif name == "cache-control":
+            directives = cache_directives(value)
+            if directives.keys() & {"private", "no-store", "no-cache"}:
+                return None
+            for age in ("s-maxage", "max-age"):
+                if age in directives:
+                    try:
+                        ttl = min(ttl, float(directives[age]))
+                    except ValueError:
+                        return None
+                    break
+        elif name == "vary":
+            for header in value.split(","):
+                header = header.strip().lower()
+                undeclared = header and header not in plan.vary and header != "accept-encoding"
+                if header == "*" or undeclared:
+                    return None
+        elif name == "content-encoding" and "accept-encoding" not in plan.vary:
+            return None  # an encoded body, but the key does not say for whom
+    return ttl if length and ttl > 0 else None
+
+
+def accepts_gzip(headers: Mapping[str, str]) -> bool:
+    for coding in headers.get("accept-encoding", "").split(","):
+        name, _, params = coding.strip().partition(";")
+        if name.strip().lower() in ("gzip", "*"):
+            return params.replace(" ", "").lower() not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
+
+
+def _etag_matches(etag: str, if_none_match: str) -> bool:
+    if if_none_match.strip() == "*":
+        return True
+    ours = etag.removeprefix("W/")  # weak comparison (RFC 9110 13.1.2)
+    return any(tag.strip().removeprefix("W/") == ours for tag in if_none_match.split(","))
+
+
+def page_response(
+    page: Page, request_headers: Mapping[str, str], outcome: CacheStatus, now: float | None = None
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Status, headers and body answering a request from ``page``."""
+    now = time.time() if now is None else now
+    headers = [(k, v) for k, v in stored_headers(page.headers) if k != "vary"]
+    vary = [v for k, v in page.headers if k.lower() == "vary"]
+    if page.gzipped:
+        vary.append("Accept-Encoding")
+    if vary:
+        headers.append(("vary", ", ".join(vary)))
+    headers += [("x-cache", outcome), ("age", str(max(0, int(now - page.stored))))]
+    if_none_match = request_headers.get("if-none-match")
+    if if_none_match is not None and _etag_matches(page.etag, if_none_match):
+        kept = {"etag", "cache-control", "vary", "expires", "last-modified", "x-cache", "age"}
+        return 304, [(k, v) for k, v in headers if k in kept], b""
+    if page.gzipped and accepts_gzip(request_headers):
+        body = page.body
+        headers.append(("content-encoding", "gzip"))
+    else:
+        body = page.plain_body()
+    headers.append(("content-length", str(len(body))))
+    return page.status, headers, body
+
+
+def rendered_response(rendered: Rendered) -> tuple[int, list[tuple[str, str]], bytes]:
+    """An uncached render, marked as a miss."""
+    headers = [(k, v) for k, v in rendered.headers if k.lower() != "x-cache"]
+    return rendered.status, [*headers, ("x-cache", "MISS")], rendered.body
+
+
+class Policy:
+    """What both middlewares hold: the rules, the settings, the outage log."""
+
+    def __init__(self, config: Config, rules: PageRules) -> None:
+        if not isinstance(rules, PageRules):
+            raise ConfigError(f"the page cache needs its PageRules (got {rules!r})")
+        self.config = config
+        self.rules = rules
+        self.settings = config.pagecache
+        self.outage = OutageLog(self.settings.error_interval)
+        self.unkeyed = UnkeyedLog(self.settings.error_interval)
+
+    def plan(self, request: PageRequest) -> Plan | None:
+        plan = self.rules.plan(self.config, request)
+        if plan is not None and plan.unkeyed:
+            self.unkeyed.report(plan, request)
+        return plan
+
+    def counter(self, outcome: CacheStatus) -> str | None:
+        """The counter of an outcome, None when counting is off."""
+        return COUNTERS[outcome] if self.settings.counters else None
+
+
+class OutageLog:
+    """Logs Redis being unavailable at most once per interval (thread-safe):
+    during an outage every request would otherwise log the same line."""
+
+    def __init__(self, interval: float) -> None:
+        self._throttle = Throttle(interval)
+
+    def report(self, error: BaseException) -> None:
+        if count := self._throttle.due():
+            log.warning(
+                "page cache: Redis unavailable, serving uncached (%s; %d more since last report)",
+                error,
+                count - 1,
+            )
+
+
+class UnkeyedLog:
+    """Says, at most once per interval, that requests carried a header or
+    cookie their page's key lacks: their renders are not stored. Behind a
+    proxy or load balancer that adds headers of its own, every render may be
+    lost this way until the headers are declared. Dropped query parameters
+    (utm_*...) are expected and not reported."""
+
+    def __init__(self, interval: float) -> None:
+        self._throttle = Throttle(interval)
+
+    def report(self, plan: Plan, request: PageRequest) -> None:
+        names = [n for n in plan.unkeyed if n.startswith(("header ", "cookie "))]
+        if not names:
+            return
+        if count := self._throttle.due():
+            log.info(
+                "page cache: %d request(s) carried inputs their page's key lacks; a render of "
+                "one is never stored (latest: %s, on %r); declare them in CacheRoute "
+                "vary / cookies / ignored_headers / ignored_cookies or "
+                "PageCacheSettings.proxy_headers",
+                count,
+                ", ".join(repr(n) for n in names),
+                request.path,
+            )
+
+
+def lower_headers(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Request headers by lower-case name, repeats joined with ', '."""
+    found: dict[str, str] = {}
+    for name, value in pairs:
+        name = name.lower()
+        joint = "; " if name == "cookie" else ", "
+        found[name] = f"{found[name]}{joint}{value}" if name in found else value
+    return found

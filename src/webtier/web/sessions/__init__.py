@@ -1,0 +1,51 @@
+"""Login sessions and carts in web apps, behind a cookie: one shared core
+and a thin adapter per kind of app.
+
+- ``options``: :class:`SessionOptions`, the middlewares' settings;
+- ``cookie``: the cookie's value (HMAC-signed) and attributes;
+- ``outage``: the throttled log and the 503 while Redis is away;
+- ``state``: one request's view of its session;
+- ``flows``: the session's logic, as operations the tier's transport runs;
+- ``session``: :class:`Session` / :class:`AsyncSession`, what handlers get;
+- ``adapter``: what the middlewares share;
+- ``asgi``: :class:`ASGIMiddleware` (Starlette, FastAPI), ``wsgi``:
+  :class:`WSGIMiddleware`, ``flask``: ``install(app, tier)``, ``django``:
+  ``Middleware``.
+"""
+
+from typing import TYPE_CHECKING
+
+from webtier.errors import LateCookie
+from webtier.web._lazy import lazy
+
+# The framework adapters import their framework only when called.
+from webtier.web.sessions import django, flask
+from webtier.web.sessions.options import SESSION_KEY, SessionOptions
+from webtier.web.sessions.session import AsyncSession, Session
+from webtier.web.sessions.wsgi import WSGIMiddleware, session_of
+
+if TYPE_CHECKING:
+    from webtier.web.sessions.asgi import ASGIMiddleware, request_session
+
+# The ASGI adapter needs Starlette (webtier[web]): imported on first use.
+__getattr__ = lazy(
+    __name__,
+    {
+        "ASGIMiddleware": "webtier.web.sessions.asgi",
+        "request_session": "webtier.web.sessions.asgi",
+    },
+)
+
+__all__ = [
+    "SESSION_KEY",
+    "ASGIMiddleware",
+    "AsyncSession",
+    "LateCookie",
+    "Session",
+    "SessionOptions",
+    "WSGIMiddleware",
+    "django",
+    "flask",
+    "request_session",
+    "session_of",
+]

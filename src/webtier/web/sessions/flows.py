@@ -1,0 +1,203 @@
+"""The session's logic as operations: each flow is an ordinary op of
+:mod:`webtier._core.protocol`, made of the session and cart ops with
+``yield from``, and runs on the tier's own transport (sync or asyncio) like
+any other. A flow catches the errors the transport throws in at its
+``yield`` (an outage, a session that ended meanwhile) where the request
+can carry on.
+
+A session is lazy: nothing is read before the handler asks, and nothing is
+written (no key, no cookie) before it writes. A visitor who only browses
+costs no Redis call and gets no cookie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from webtier._core.protocol import Op
+from webtier._ops import carts
+from webtier._ops import sessions as session_ops
+from webtier.config import Config
+from webtier.errors import LateCookie, PartiallyApplied, RedisUnavailable, UnknownSession
+from webtier.sessions import CartPolicy
+from webtier.types import LoginResult
+from webtier.web.sessions.state import SessionState
+
+
+def load(cfg: Config, state: SessionState) -> Op[str | None]:
+    """The session's user, read once per request. A session idle for
+    ``refresh_after`` is touched."""
+    if state.loaded:
+        return state.user
+    state.loaded = True
+    if state.token is None:
+        return None
+    try:
+        info = yield from session_ops.info(cfg, state.token)
+        idle = None if info is None else cfg.clock.wall() - float(info.last_seen)
+        if idle is not None and idle >= state.refresh_after:
+            alive = yield from session_ops.touch(cfg, state.token, views=state.views)
+            info = info if alive else None
+    except RedisUnavailable as error:
+        if state.options.on_outage == "fail":
+            state.loaded = False
+            raise
+        state.outages.failed(error, "served as anonymous")
+        state.degraded = error
+        return None
+    if info is None:
+        # Not cleared: the cookie may be one a concurrent login just rotated,
+        # and deleting it here would log the visitor out of the new one.
+        state.token = None
+        return None
+    if state.resign:
+        state.cookie = "set"
+    state.user = info.user
+    return state.user
+
+
+def _live(cfg: Config, state: SessionState) -> Op[str | None]:
+    """The live session's token, or None (anonymous)."""
+    yield from load(cfg, state)
+    return None if state.degraded else state.token
+
+
+def _ensure(cfg: Config, state: SessionState) -> Op[str]:
+    """The live session's token, creating the session (and its cookie) on
+    the first write."""
+    yield from load(cfg, state)
+    if state.degraded:
+        raise state.degraded  # writes need the store
+    if state.token is None:
+        _cookie_can_change(state)
+        state.token = yield from session_ops.new(cfg)
+        state.cookie = "set"
+    return state.token
+
+
+def _cookie_can_change(state: SessionState) -> None:
+    if state.headers_sent:
+        raise LateCookie("the response has started: the session cookie can no longer change")
+
+
+def _forget(state: SessionState) -> None:
+    state.token, state.user = None, None
+
+
+def user(cfg: Config, state: SessionState) -> Op[str | None]:
+    return (yield from load(cfg, state))
+
+
+def data(cfg: Config, state: SessionState) -> Op[dict[str, Any]]:
+    token = yield from _live(cfg, state)
+    return {} if token is None else (yield from session_ops.data(cfg, token))
+
+
+def get(cfg: Config, state: SessionState, name: str, default: Any = None) -> Op[Any]:
+    return (yield from data(cfg, state)).get(name, default)
+
+
+def _write(cfg: Config, state: SessionState, write: Callable[[str], Op[None]]) -> Op[None]:
+    """Runs the write ``write(token)`` on the session, creating it first if
+    needed. A session that ended since it was looked up (revoked, expired)
+    is forgotten and the write goes to a new one, as for a new visitor."""
+    token = yield from _ensure(cfg, state)
+    try:
+        return (yield from write(token))
+    except UnknownSession:
+        _forget(state)
+    token = yield from _ensure(cfg, state)
+    return (yield from write(token))
+
+
+def update(cfg: Config, state: SessionState, values: Mapping[str, Any]) -> Op[None]:
+    yield from _write(cfg, state, lambda token: session_ops.update(cfg, token, dict(values)))
+
+
+def discard(cfg: Config, state: SessionState, *names: str) -> Op[None]:
+    token = yield from _live(cfg, state)
+    if token is not None:
+        yield from session_ops.discard(cfg, token, *names)
+
+
+def recently_viewed(cfg: Config, state: SessionState) -> Op[list[str]]:
+    token = yield from _live(cfg, state)
+    return [] if token is None else (yield from session_ops.recently_viewed(cfg, token))
+
+
+def record_view(cfg: Config, state: SessionState, item: str) -> Op[None]:
+    """Pushes ``item`` onto the session's recently viewed and counts the
+    view for the ranking, in one round trip. Served as anonymous during an
+    outage, the view is dropped (logged) rather than failing the page.
+    The view is counted once: a touch counts it only for a live session,
+    and one whose count alone failed (the ranking's node away, on Cluster)
+    is not repeated."""
+    try:
+        token = yield from _ensure(cfg, state)
+    except RedisUnavailable:
+        if state.degraded is None:
+            raise
+        return
+    try:
+        if not (yield from session_ops.touch(cfg, token, item=item, views=state.views)):
+            _forget(state)  # the session ended meanwhile: the view goes to a new one
+            token = yield from _ensure(cfg, state)
+            yield from session_ops.touch(cfg, token, item=item, views=state.views)
+    except PartiallyApplied as error:
+        if "session" not in error.applied:
+            raise
+        state.outages.failed(error, "view not counted")
+
+
+def cart(cfg: Config, state: SessionState) -> Op[dict[str, int]]:
+    token = yield from _live(cfg, state)
+    return {} if token is None else (yield from carts.get(cfg, token))
+
+
+def set_cart(cfg: Config, state: SessionState, item: str, count: int) -> Op[None]:
+    """Sets the count of ``item`` in the cart (0 or less removes it)."""
+    yield from _write(cfg, state, lambda token: carts.set(cfg, token, item, count))
+
+
+def clear_cart(cfg: Config, state: SessionState) -> Op[None]:
+    token = yield from _live(cfg, state)
+    if token is not None:
+        yield from carts.clear(cfg, token)
+
+
+def login(
+    cfg: Config, state: SessionState, user: str, cart_policy: CartPolicy = "add"
+) -> Op[LoginResult | None]:
+    """Logs ``user`` in under a new token (the old one dies at once; data,
+    cart and viewed items carry over, the anonymous cart merged into the
+    user's by ``cart_policy``) and sends its cookie. Returns the tier's
+    :class:`~webtier.types.LoginResult` (with the cart changes), or None
+    when there was no session to carry over."""
+    token = yield from _live(cfg, state)
+    if state.degraded:
+        raise state.degraded
+    _cookie_can_change(state)
+    result = None
+    if token is not None:
+        try:
+            result = yield from session_ops.login(cfg, token, user, cart_policy=cart_policy)
+        except UnknownSession:
+            _forget(state)
+    if result is None:
+        state.token = yield from session_ops.new(cfg, user=user)
+    else:
+        state.token = result.token
+    state.user, state.cookie = user, "set"
+    return result
+
+
+def logout(cfg: Config, state: SessionState) -> Op[None]:
+    """Ends the session in Redis and clears the cookie."""
+    _cookie_can_change(state)
+    token = state.token
+    if token is not None:
+        yield from session_ops.logout(cfg, token)
+    state.loaded, state.token, state.user = True, None, None
+    if state.cookie_came or token is not None:
+        state.cookie = "clear"

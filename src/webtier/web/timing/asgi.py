@@ -1,0 +1,136 @@
+"""Timing middleware for ASGI apps (Starlette, FastAPI), over an asyncio tier::
+
+    from webtier.web import timing
+
+    app.add_middleware(timing.ASGIMiddleware, tier=async_tier)
+
+The context is the matched Starlette route's *template* (``/item/{id}``),
+with mount prefixes; other ASGI frameworks pass ``route=``, a function of
+the scope after the app ran. The time runs from the request's arrival to its
+last body chunk being handed to the server: streamed responses are timed
+whole. See :mod:`webtier.web.timing`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from webtier._core.deadline import check_limit, time_limit
+from webtier._core.extras import extra_needed
+from webtier.web.timing.core import UNMATCHED, record
+
+with extra_needed("web", "the access time middleware"):
+    from starlette.routing import BaseRoute, Host, Match, Mount
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from webtier.aio import WebTier as AsyncWebTier
+
+
+# -- route templates -----------------------------------------------------------------------
+
+
+def starlette_route(scope: Scope) -> str | None:
+    """The template of the Starlette route that served ``scope`` (read after
+    the app ran), with mount prefixes: ``/api/users/{uid}``."""
+    router = scope.get("router")  # the app's outermost router; it sets it
+    if router is None:
+        return None
+    route = scope.get("route")  # the innermost route, set by recent Starlette
+    if route is not None and not isinstance(route, Mount | Host):
+        # The common case, a route of the app's own router: no matching again.
+        for candidate in router.routes:
+            if candidate is route:
+                return str(route.path_format)
+    # Mounted routes, 405s and 404s: match again from the top, as the router
+    # did, on the path and root path the request arrived with.
+    arrived = {
+        "type": scope["type"],
+        "path": scope["path"],
+        "root_path": scope.get("app_root_path", scope.get("root_path", "")),
+        "method": scope.get("method", "GET"),
+        "headers": scope.get("headers", []),
+        "path_params": {},
+    }
+    return _template(router.routes, arrived, "")
+
+
+def _template(routes: Sequence[BaseRoute], scope: Scope, prefix: str) -> str | None:
+    partial = None
+    for route in routes:
+        match, child = route.matches(scope)
+        if match is Match.FULL:
+            return _leaf(route, {**scope, **child}, prefix)
+        if match is Match.PARTIAL and partial is None:
+            partial = (route, child)  # the right path, another method: a 405
+    if partial is not None:
+        route, child = partial
+        return _leaf(route, {**scope, **child}, prefix)
+    return None
+
+
+def _leaf(route: BaseRoute, scope: Scope, prefix: str) -> str | None:
+    if isinstance(route, Host):
+        return _template(route.routes, scope, prefix)
+    if isinstance(route, Mount):
+        mounted = prefix + route.path_format.removesuffix("/{path}")
+        if route.routes:
+            return _template(route.routes, scope, mounted)
+        return mounted + "/{path}"  # an app without routes (static files...)
+    path_format: str | None = getattr(route, "path_format", None)
+    return None if path_format is None else prefix + path_format
+
+
+# -- the middleware ------------------------------------------------------------------------
+
+
+class ASGIMiddleware:
+    """ASGI middleware recording each HTTP request's duration as the
+    ``AccessTime`` of its route's template, on an asyncio tier."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        tier: AsyncWebTier,
+        *,
+        route: Callable[[Scope], str | None] = starlette_route,
+        unmatched: str = UNMATCHED,
+        time_limit: float | None = 1.0,
+    ) -> None:
+        self.app, self.tier, self.route, self.unmatched = app, tier, route, unmatched
+        # Seconds a record may wait for Redis: a hung server must not hold
+        # the worker long after the response went out.
+        self.time_limit = check_limit(time_limit, "time_limit")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        ended: float | None = None
+        status = 500  # if the app raises before answering
+
+        async def timed_send(message: Message) -> None:
+            nonlocal ended, status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                ended = time.perf_counter()  # background tasks run after: not counted
+
+        def elapsed() -> float:
+            return (time.perf_counter() if ended is None else ended) - started
+
+        try:
+            await self.app(scope, receive, timed_send)
+        except Exception:  # not on cancellation: the task is being torn down
+            await self._record(scope, elapsed(), True)
+            raise
+        await self._record(scope, elapsed(), status >= 500)
+
+    async def _record(self, scope: Scope, seconds: float, failed: bool) -> None:
+        context = self.route(scope) or self.unmatched
+        with time_limit(self.time_limit):
+            await self.tier.transport.run(record(self.tier.config, context, seconds, failed))
