@@ -15,6 +15,7 @@ from webtier._core.protocol import Request
 from webtier._core.sessions_part import SessionsPart
 from webtier._ops import carts as cart_ops
 from webtier._ops import counters
+from webtier._ops import deployment as settings
 from webtier._ops import pagecache as pages
 from webtier._ops import ranking as views
 from webtier._ops import rows as row_ops
@@ -182,6 +183,20 @@ class Carts(Part):
     clear = async_op(cart_ops.clear)
 
 
+# -- the deployment's settings --------------------------------------------------------
+
+
+class Deployment(Part):
+    """The settings that decide where the deployment's data lives, stored in
+    Redis by its first writer: see docs/deployment-settings.md. ``check()``
+    once at startup stores them (first writer) or refuses a mismatch."""
+
+    check = async_op(settings.check)
+    stored = async_op(settings.stored)
+    adopt = async_op(settings.adopt)
+    reset = async_op(settings.reset)
+
+
 class WebTier:
     """webtier on one asyncio redis-py client (``redis.asyncio.Redis`` or
     ``redis.asyncio.cluster.RedisCluster``), which it uses but does not own."""
@@ -200,3 +215,4 @@ class WebTier:
         # -- sessions and carts ---
         self.sessions = Sessions(run, self.config, views=self.ranking.views)
         self.carts = Carts(run, self.config)
+        self.deployment = Deployment(run, self.config)

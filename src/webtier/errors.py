@@ -34,6 +34,35 @@ class ConfigError(WebtierError, ValueError):
     """A setting is out of range or inconsistent; raised when it is built."""
 
 
+class SettingsMismatch(ConfigError):
+    """Settings that decide where data lives differ from those the
+    deployment stored in Redis (its first writer's): run this way, the
+    process would look for data where there is none, or write it where no
+    one else looks. Nothing was done.
+
+    ``differences`` holds ``(setting, value here, value in Redis)`` for
+    each; ``fix`` says what to do. See docs/deployment-settings.md.
+    """
+
+    def __init__(
+        self,
+        differences: tuple[tuple[str, object, object], ...],
+        fix: str = "run with the deployment's settings, "
+        "or change them deliberately with `webtier settings adopt`",
+    ) -> None:
+        self.differences, self.fix = differences, fix
+        super().__init__(differences, fix)
+
+    def __str__(self) -> str:
+        each = ", ".join(
+            f"{name} is {here} here, {there} in Redis" for name, here, there in self.differences
+        )
+        return (
+            f"settings differ from the deployment's (stored by the first writer): "
+            f"{each}; {self.fix}"
+        )
+
+
 class RedisUnavailable(WebtierError):
     """Redis could not be reached or did not answer in time, after the retries
     (and within the time limit) the operation allows. The cause is chained.

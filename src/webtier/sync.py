@@ -15,6 +15,7 @@ from webtier._core.protocol import Request
 from webtier._core.sessions_part import SessionsPart
 from webtier._ops import carts as cart_ops
 from webtier._ops import counters
+from webtier._ops import deployment as settings
 from webtier._ops import pagecache as pages
 from webtier._ops import ranking as views
 from webtier._ops import rows as row_ops
@@ -180,6 +181,20 @@ class Carts(Part):
     clear = sync_op(cart_ops.clear)
 
 
+# -- the deployment's settings --------------------------------------------------------
+
+
+class Deployment(Part):
+    """The settings that decide where the deployment's data lives, stored in
+    Redis by its first writer: see docs/deployment-settings.md. ``check()``
+    once at startup stores them (first writer) or refuses a mismatch."""
+
+    check = sync_op(settings.check)
+    stored = sync_op(settings.stored)
+    adopt = sync_op(settings.adopt)
+    reset = sync_op(settings.reset)
+
+
 class WebTier:
     """webtier on one sync redis-py client (``redis.Redis`` or
     ``redis.cluster.RedisCluster``), which it uses but does not own."""
@@ -198,3 +213,4 @@ class WebTier:
         # -- sessions and carts ---
         self.sessions = Sessions(run, self.config, views=self.ranking.views)
         self.carts = Carts(run, self.config)
+        self.deployment = Deployment(run, self.config)

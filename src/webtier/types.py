@@ -267,3 +267,12 @@ class Served:
     outcome: CacheStatus
     page: Page | None = None
     rendered: Rendered | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentSettings:
+    """The settings that decide where a deployment's data lives, as stored in
+    Redis by its first writer (see :mod:`webtier.config.deployment`)."""
+
+    version: int  # of the key layout they describe
+    values: dict[str, int | float | str]  # by name: "sessions.shards" -> 64

@@ -216,6 +216,13 @@ class Keyspace:
         ``user`` must have passed :func:`check_name`."""
         return f"{self.prefix}:{{u:{shard_of(user, shards)}}}:{user}"
 
+    # -- the deployment's settings ------------------------------------------------------
+    @property
+    def deployment_settings(self) -> str:
+        """String (JSON): the settings that decide where the deployment's data
+        lives, stored by its first writer. Its own tag: one slot, one key."""
+        return f"{self.prefix}:{{meta}}:settings"
+
     # -- workers ----------------------------------------------------------------------
     @property
     def workers_route(self) -> str:
