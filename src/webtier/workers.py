@@ -16,6 +16,11 @@ handlers; the CLI does.
 A step that fails because Redis is away is retried with a growing backoff
 (up to 30 s), logged once when it starts failing, then every 30 s while it
 lasts, and once when it recovers; redis-py reconnects by itself.
+
+The schedule, and how a failing job backs off, is :mod:`webtier._core.schedule`.
+Before its first job a worker checks the deployment's settings
+(:mod:`webtier._ops.deployment`; stores them if it is the first writer) and
+refuses to run against others: :class:`~webtier.errors.SettingsMismatch`.
 """
 
 from __future__ import annotations
@@ -29,12 +34,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from webtier._core.compat import moved
 from webtier._core.protocol import Op
-from webtier._ops import counters
+from webtier._core.schedule import Job, Schedule
+from webtier._ops import counters, deployment
 from webtier._ops import ranking as views
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
@@ -46,16 +52,6 @@ from webtier.sync import WebTier
 from webtier.types import JobStep
 
 log = logging.getLogger("webtier.worker")
-
-BACKOFF_FIRST = 0.5  # seconds
-BACKOFF_CAP = 30.0  # seconds
-REPORT_EVERY = 30.0  # seconds between two "still failing" lines
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    name: str
-    step: Callable[[Config, int], Op[JobStep]]  # (config, pass number) -> one round
 
 
 class ColdStop(BaseException):
@@ -179,56 +175,28 @@ class _Wait:
     seconds: float
 
 
-@dataclass(slots=True)
-class _JobState:
-    due: float = 0.0  # monotonic time of its next run
-    passes: int = 0
-    failures: int = 0
-    failing_since: float | None = None
-    reported: float = 0.0
+def _check_settings(cfg: Config, pass_number: int) -> Op[JobStep]:
+    yield from deployment.check(cfg)
+    return JobStep(0.0, "")
 
 
-@dataclass
-class Schedule:
-    """When each job runs next, and how its failures back off. Pure."""
+SETTINGS = Job("settings", _check_settings)
 
-    jobs: Sequence[Job]
-    state: dict[str, _JobState] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        self.state = {job.name: _JobState() for job in self.jobs}
-
-    def due(self, now: float) -> list[Job]:
-        return [job for job in self.jobs if self.state[job.name].due <= now]
-
-    def succeeded(self, job: Job, step: JobStep, now: float) -> None:
-        state = self.state[job.name]
-        if state.failing_since is not None:
-            log.warning(
-                "%s: working again after %.0f s of failures", job.name, now - state.failing_since
-            )
-        state.due, state.failures, state.failing_since = now + step.delay, 0, None
-        state.passes += 1
-        if step.summary:  # a step that found nothing to do says nothing
-            log.info("%s: %s", job.name, step.summary)
-
-    def failed(self, job: Job, error: BaseException, now: float) -> None:
-        state = self.state[job.name]
-        state.failures += 1
-        delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (state.failures - 1))
-        state.due = now + delay
-        if state.failing_since is None:
-            state.failing_since = state.reported = now
-            log.warning("%s: failed (%s); retrying with backoff", job.name, error)
-        elif now - state.reported >= REPORT_EVERY:
-            state.reported = now
-            log.warning("%s: still failing after %d tries (%s)", job.name, state.failures, error)
-
-    def wait(self, now: float) -> float:
-        return max(0.0, min(s.due for s in self.state.values()) - now)
-
-    def each_ran_once(self) -> bool:
-        return all(s.passes > 0 for s in self.state.values())
+def _settle(stopping: Callable[[], bool]) -> Generator[_Run | _Wait, Any, None]:
+    """Before any job: the deployment's settings, stored if this worker is
+    the first writer, else checked; an outage is waited out, a mismatch
+    (a ConfigError) ends the worker."""
+    schedule = Schedule([SETTINGS])
+    while not stopping():
+        outcome = yield _Run(SETTINGS, 0)
+        if isinstance(outcome, JobStep):
+            schedule.succeeded(SETTINGS, outcome, time.monotonic())  # logs a recovery
+            return
+        if isinstance(outcome, ConfigError):
+            raise outcome
+        schedule.failed(SETTINGS, outcome, time.monotonic())
+        yield _Wait(schedule.wait(time.monotonic()))
 
 
 def _program(
@@ -236,6 +204,7 @@ def _program(
 ) -> Generator[_Run | _Beat | _Wait, Any, None]:
     """The worker's loop. ``_Run`` is answered with a JobStep or the exception
     the step raised."""
+    yield from _settle(stopping)
     next_beat = 0.0
     while not stopping():
         now = time.monotonic()

@@ -20,6 +20,7 @@ with extra_needed("cli", "the webtier command"):
 
 from webtier.cli import bench, counters, demo, ranking, rows, sessions, stats, workers
 from webtier.cli.group import LazyCommand, main
+from webtier.cli.settings import settings
 
 __all__ = ["main"]
 
@@ -48,3 +49,4 @@ for command in (
 ):
     main.add_command(command)
 main.add_command(LazyCommand("bench", bench.bench, bench.SHORT_HELP))
+main.add_command(settings)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from webtier.cli.deployment import following_deployment
 from webtier.config import Config, RowSettings, SessionSettings, StatsSettings
 from webtier.connect import open as open_tier
 from webtier.embedded import default_data_dir
@@ -48,7 +49,7 @@ class SharedOptions:
         )
         try:
             with open_tier(self.url, config=config, data_dir=self.data_dir) as tier:
-                yield tier
+                yield following_deployment(tier)  # refuses settings the deployment's contradict
         except WebtierError as error:
             raise click.ClickException(str(error)) from error
 

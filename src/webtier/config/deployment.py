@@ -87,17 +87,18 @@ def following(config: Config, values: Mapping[str, Setting]) -> Config:
     say) instead of its own; names it does not know are ignored. A value
     the settings refuse raises ConfigError naming it."""
     changes: dict[str, dict[str, Any]] = {}
-    try:
-        for name, value in values.items():
-            if name in LAYOUT:
-                group, field = name.split(".")
-                wanted: object = value
-                if name == "counters.precisions" and isinstance(value, str):
-                    wanted = _precisions(value)
-                changes.setdefault(group, {})[field] = wanted
-        groups = {g: dataclasses.replace(getattr(config, g), **f) for g, f in changes.items()}
-    except (ValueError, TypeError) as error:  # ConfigError is a ValueError
-        raise ConfigError(f"settings refused: {error}") from None
+    for name, value in values.items():
+        if name in LAYOUT:
+            group, field = name.split(".")
+            changes.setdefault(group, {})[field] = value
+    groups = {}
+    for group, fields in changes.items():
+        try:
+            if isinstance(fields.get("precisions"), str):
+                fields["precisions"] = _precisions(fields["precisions"])
+            groups[group] = dataclasses.replace(getattr(config, group), **fields)
+        except (ValueError, TypeError) as error:  # ConfigError is a ValueError
+            raise ConfigError(f"{group}: {error}") from None
     return dataclasses.replace(config, **groups)
 
 
