@@ -291,6 +291,11 @@ def _specs(world: World) -> dict[str, Spec]:
         "stats.access_time": Spec((NAMES,), use=_time_a_block),
         # workers
         "workers.alive": Spec(),
+        # the deployment's settings
+        "deployment.check": Spec(),
+        "deployment.stored": Spec(),
+        "deployment.adopt": Spec(),
+        "deployment.reset": Spec(),
         # ranking
         "ranking.rank": Spec((NAMES,)),
         "ranking.top": Spec((LIMITS,)),

@@ -58,6 +58,7 @@ FAMILIES: dict[str, str] = {
     "item's pages": r"\{pc:\d+\}:item:.+",
     "worker": r"\{w\}:alive:.+",
     "workers": r"\{w\}:all",
+    "deployment settings": r"\{meta\}:settings",
 }
 
 # The families whose keys may have no TTL, and what bounds them instead:
@@ -66,6 +67,7 @@ BOUNDED: dict[str, str] = {
     "row schedule": "one entry per row scheduled, until unscheduled or deleted in the database",
     "row delays": "one entry per row scheduled, until unscheduled or deleted in the database",
     "row copy": "a scheduled row's copy (checked: the row is in its schedule), one per row",
+    "deployment settings": "one short string per prefix, which outlives the keys it describes",
 }
 
 PATTERNS = {name: re.compile(pattern) for name, pattern in FAMILIES.items()}
@@ -204,7 +206,8 @@ async def test_every_key_expires_or_is_listed_with_its_bound(
     config = Config(prefix=prefix, rows=RowSettings(sources=(source,), shards=4))
     tier = tier_factory(config)
 
-    # No worker has ever run.
+    # No worker has ever run; the app checked the deployment's settings at startup.
+    await tier.deployment.check()
     await write_counters_and_stats(tier, api)
     await write_ranking(tier, api)
     await write_sessions(tier)
