@@ -190,5 +190,8 @@ def test_cli_settings_show_adopt_and_reset(redis_url: str, prefix: str) -> None:
         assert (code, out) == (0, "removed\n")
         code, out = run(*edge, "sessions", "--shards", "7", "stats")  # none stored: as given
         assert code == 0, out
+        assert run(*edge, "settings", "show")[1].startswith(
+            "no settings stored"
+        )  # reads store none
     finally:
         webtier.disconnect(client)
