@@ -36,10 +36,10 @@ class RateColumn(ProgressColumn):
         return Text(f"{shown} {self.unit}/s", style="progress.data.speed")
 
 
-def shows_progress(quiet: bool = False) -> bool:
-    """Whether a progress bar would be drawn: stderr is a terminal, and the
-    command is not asked for a document (``quiet``: ``--json``)."""
-    return not quiet and sys.stderr.isatty()
+def shows_progress() -> bool:
+    """Whether a progress bar is drawn: stderr is a terminal. (The commands
+    with bars write; none prints a ``--json`` document.)"""
+    return sys.stderr.isatty()
 
 
 def _ignore(done: int) -> None:
@@ -47,11 +47,11 @@ def _ignore(done: int) -> None:
 
 
 @contextlib.contextmanager
-def progress(what: str, total: int | None, unit: str, *, quiet: bool = False) -> Iterator[Advance]:
+def progress(what: str, total: int | None, unit: str) -> Iterator[Advance]:
     """A function to call with how many ``unit`` were just done; it draws a
     bar (done of ``total``, percent, rate, time left) on a terminal's
     stderr, and does nothing otherwise."""
-    if not shows_progress(quiet):
+    if not shows_progress():
         yield _ignore
         return
     bar = Progress(
