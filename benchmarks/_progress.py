@@ -21,7 +21,8 @@ from rich.progress import (
 )
 
 from benchmarks._harness import Ticker
-from webtier.cli.progress import RateColumn, shows_progress
+from webtier.cli.progress import shows_progress
+from webtier.cli.progress_bar import RateColumn
 
 
 class BarTicker(Ticker):

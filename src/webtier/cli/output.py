@@ -19,9 +19,6 @@ from importlib import resources
 from typing import Any, TypeVar
 
 import click
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,11 +38,6 @@ def print_json(document: Mapping[str, Any]) -> None:
     click.echo(json.dumps(document, indent=2, default=str))
 
 
-def stdout_console() -> Console:
-    """A console on the current stdout (click's runner swaps it in tests)."""
-    return Console(width=None if sys.stdout.isatty() else PIPE_WIDTH, soft_wrap=False)
-
-
 def print_table(
     headers: Sequence[str],
     rows: Iterable[Sequence[object]],
@@ -55,6 +47,10 @@ def print_table(
 ) -> None:
     """A table of ``rows`` under ``headers``; the columns named in ``right``
     (figures) are right-aligned."""
+    from rich import box  # rich: only for the commands that print a table
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(
         title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left"
     )
@@ -62,7 +58,8 @@ def print_table(
         table.add_column(header, justify="right" if header in right else "left")
     for row in rows:
         table.add_row(*(str(cell) for cell in row))
-    console = stdout_console()
+    # On the current stdout (click's runner swaps it in tests).
+    console = Console(width=None if sys.stdout.isatty() else PIPE_WIDTH, soft_wrap=False)
     with console.capture() as captured:
         console.print(table)
     # Without rich's padding to the full width: clean in a pipe or a diff.
