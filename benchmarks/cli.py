@@ -142,7 +142,8 @@ def run_bench(
                     raise click.ClickException(str(error)) from error
                 raise
             if harness is None:
-                raise click.Abort from None
+                click.echo("interrupted (Ctrl-C) before the first measurement", err=True)
+                sys.exit(INTERRUPTED_STATUS)
     if harness is None:  # pragma: no cover - the with block assigned it or raised
         raise click.Abort
     report = harness.report(title)
