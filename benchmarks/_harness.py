@@ -83,15 +83,33 @@ class Pass:
     commands: frozenset[str] | None = None
 
 
+class Ticker:
+    """Told how many timed runs a measurement has and when each ends (a
+    progress bar draws them); this one ignores it."""
+
+    def begin(self, what: str, runs: int) -> None:
+        return None
+
+    def tick(self) -> None:
+        return None
+
+
 class Harness:
     """Measures workloads against one server; collects every measurement."""
 
     def __init__(
-        self, settings: Settings, server: BenchServer, say: Callable[[str], object]
+        self,
+        settings: Settings,
+        server: BenchServer,
+        say: Callable[[str], object],
+        ticker: Ticker | None = None,
     ) -> None:
         self.settings = settings
         self.server = server
         self.say = say
+        self.ticker = ticker or Ticker()
+        # Read now: after a Ctrl-C the report is made with the server gone.
+        self.server_version = server.version
         self.measurements: list[Measurement] = []
         self.notes: list[str] = []
         self._workers: Workers | None = None
@@ -100,12 +118,16 @@ class Harness:
     @classmethod
     @contextlib.contextmanager
     def open(
-        cls, settings: Settings, url: str | None, say: Callable[[str], object]
+        cls,
+        settings: Settings,
+        url: str | None,
+        say: Callable[[str], object],
+        ticker: Ticker | None = None,
     ) -> Iterator[Harness]:
         """A harness on the server at ``url``, or on a redis-server of its own;
         the server it started and the worker processes are gone on exit."""
         with open_server(url) as server:
-            harness = cls(settings, server, say)
+            harness = cls(settings, server, say, ticker)
             try:
                 yield harness
             finally:
@@ -130,7 +152,7 @@ class Harness:
         }
         return Report(
             title,
-            describe(self.server.version, version),
+            describe(self.server_version, version),
             settings,
             measurements=list(self.measurements),
             notes=list(self.notes),
@@ -157,6 +179,9 @@ class Harness:
         rates: list[list[float]] = [[] for _ in contenders]
         server_us: list[list[float]] = [[] for _ in contenders]
         cpu_us: list[list[float]] = [[] for _ in contenders]
+        names = ", ".join(c.name for c in contenders)
+        runs_in_all = self.settings.repeat * len(contenders)
+        self.ticker.begin(f"{names}, {processes} process(es)", runs_in_all)
         for round_number in range(self.settings.repeat):
             for i, contender in enumerate(contenders):
                 self.say(
@@ -175,6 +200,7 @@ class Harness:
                 rates[i].append(sum(run.rate for run in runs))
                 server_us[i].append(usage.usec / ops if ops else 0.0)
                 cpu_us[i].append(usage.cpu_seconds * 1e6 / ops if ops else 0.0)
+                self.ticker.tick()
         return [
             self._record(Measurement(c.name, processes, unit, tuple(r), tuple(us), tuple(cpu)))
             for c, r, us, cpu in zip(contenders, rates, server_us, cpu_us, strict=True)
@@ -186,6 +212,8 @@ class Harness:
         ``repeat`` rounds of one pass each, so drift of a shared machine
         falls on both sides alike."""
         runs: list[list[tuple[float, float, float, str]]] = [[] for _ in contenders]
+        names = ", ".join(c.name for c in contenders)
+        self.ticker.begin(names, self.settings.repeat * len(contenders))
         for round_number in range(self.settings.repeat):
             for i, contender in enumerate(contenders):
                 self.say(
@@ -205,6 +233,7 @@ class Harness:
                         f"{items:,} in {elapsed:.2f} s",
                     )
                 )
+                self.ticker.tick()
         measurements = []
         for contender, found in zip(contenders, runs, strict=True):
             rates, server_us, cpu_us, notes = zip(*found, strict=True)
@@ -238,6 +267,7 @@ class Harness:
             self._note_once(f"raw limit n/a: {why}")
             return None
         rates = []
+        self.ticker.begin(f"{name}, {clients} client(s)", self.settings.repeat)
         for round_number in range(self.settings.repeat):
             self.say(f"{name}, {clients} client(s), run {round_number + 1}/{self.settings.repeat}")
             seconds_per_op = sum(
@@ -245,6 +275,7 @@ class Harness:
                 for command, weight in mix
             )
             rates.append(1 / seconds_per_op)
+            self.ticker.tick()
         return self._record(Measurement(name, clients, "ops/s", tuple(rates), note=note))
 
     def memory(

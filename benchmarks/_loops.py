@@ -15,6 +15,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.pool
 import os
+import signal
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -86,6 +87,15 @@ def _worker_run(workload: Workload, seconds: float, start_at: float) -> tuple[in
     return os.getpid(), time_loop(workload, seconds, start_at)
 
 
+def _ignore_interrupts() -> None:
+    # Ctrl-C reaches the whole process group: the bench's own process stops
+    # the workers (Workers.close), which must not die each with a traceback.
+    # They start with SIGINT blocked (Workers.__init__), so that one sent
+    # while they import is dropped here, not raised.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _worker_pid(pause: float) -> int:
     # Held a moment, so that each idle worker takes one of these calls.
     time.sleep(pause)
@@ -106,7 +116,15 @@ class Workers:
 
     def __init__(self, processes: int) -> None:
         self.size = processes
-        self._pool: multiprocessing.pool.Pool = multiprocessing.get_context("spawn").Pool(processes)
+        # Started with SIGINT blocked, which they inherit; a Ctrl-C meanwhile
+        # reaches this process when it is unblocked.
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self._pool: multiprocessing.pool.Pool = multiprocessing.get_context("spawn").Pool(
+                processes, initializer=_ignore_interrupts
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
         self._wait_until_all_started()
 
     def _wait_until_all_started(self) -> None:

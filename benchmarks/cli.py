@@ -23,10 +23,15 @@ from rich.console import Console
 from benchmarks import _render, counters, rowcache, sessions, stats
 from benchmarks import ranking as view_ranking
 from benchmarks._harness import Harness, Settings
+from benchmarks._progress import bench_progress, stop_on_interrupt
 from benchmarks._results import Report, Row
+from webtier.cli.shared import SharedOptions
 from webtier.errors import WebtierError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Exit status after Ctrl-C, as a shell reports a command killed by SIGINT.
+INTERRUPTED_STATUS = 128 + signal.SIGINT
 
 
 def _process_counts(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
@@ -46,7 +51,8 @@ def bench_options(command: F) -> F:
             "--url",
             default=None,
             help="Redis to measure (one server; databases N and N+1 must be empty, "
-            "the bench flushes them). Default: a redis-server of its own on loopback TCP.",
+            "the bench flushes them). Default: webtier's --url (WEBTIER_REDIS_URL), "
+            "else a redis-server of its own on loopback TCP (never the embedded one).",
         ),
         click.option(
             "--seconds", type=click.FloatRange(min=0, min_open=True), default=2.0,
@@ -96,6 +102,13 @@ def _exit_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def shared_url() -> str | None:
+    """The URL given to ``webtier --url`` or in ``WEBTIER_REDIS_URL``, if any."""
+    ctx = click.get_current_context(silent=True)
+    options = None if ctx is None else ctx.find_object(SharedOptions)
+    return None if options is None else options.url
+
+
 def run_bench(
     title: str,
     bench: Callable[[Harness], list[Row]],
@@ -109,17 +122,35 @@ def run_bench(
     markdown: bool,
 ) -> Report:
     """Run ``bench`` on a fresh harness and print (and save) its report."""
-    progress = Console(stderr=True)
+    url = url or shared_url()
     settings = Settings(seconds, repeat, processes, scale)
-    try:
-        with (
-            _exit_on_sigterm(),
-            Harness.open(settings, url, lambda line: progress.print(f"… {line}", style="dim")) as h,
-        ):
-            rows = bench(h)
-            report = h.report(title)
-    except WebtierError as error:
-        raise click.ClickException(str(error)) from error
+    harness: Harness | None = None
+    rows: list[Row] = []
+    with stop_on_interrupt() as interrupted:
+        try:
+            with (
+                _exit_on_sigterm(),
+                bench_progress() as (say, ticker),
+                Harness.open(settings, url, say, ticker) as harness,
+            ):
+                rows = bench(harness)
+        except BaseException as error:
+            # After Ctrl-C, whatever the interrupted step raised (a server
+            # gone with the same signal) ends in the results gathered so far.
+            if not interrupted.is_set():
+                if isinstance(error, WebtierError):
+                    raise click.ClickException(str(error)) from error
+                raise
+            if harness is None:
+                click.echo("interrupted (Ctrl-C) before the first measurement", err=True)
+                sys.exit(INTERRUPTED_STATUS)
+    if harness is None:  # pragma: no cover - the with block assigned it or raised
+        raise click.Abort
+    report = harness.report(title)
+    if interrupted.is_set():
+        report.notes.append(
+            "interrupted (Ctrl-C): the measurements finished so far, without the summary"
+        )
     report.rows = rows
     if json_path is not None:
         _render.write_json(report, json_path)
@@ -128,6 +159,8 @@ def run_bench(
     else:
         # Off a terminal, rich would wrap at 80 columns.
         _render.print_rich(report, Console(width=None if sys.stdout.isatty() else 200))
+    if interrupted.is_set():
+        sys.exit(INTERRUPTED_STATUS)
     return report
 
 

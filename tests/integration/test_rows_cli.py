@@ -18,6 +18,14 @@ def run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def status(*base: str) -> list[int]:
+    """Scheduled, due and loading rows, as ``rows status`` prints them."""
+    code, out = run(*base, "rows", "status")
+    assert code == 0, out
+    assert out.splitlines()[0].split() == ["scheduled", "rows", "due", "rows", "loading", "rows"]
+    return [int(figure) for figure in out.splitlines()[2].split()]
+
+
 def test_init_schedule_refresh_show_invalidate(redis_url: str, prefix: str, tmp_path: Path) -> None:
     base = ["--url", redis_url, "--prefix", prefix, "--database", f"sqlite:///{tmp_path}/s.db"]
     assert run(*base, "rows", "init", "--items", "40") == (
@@ -27,15 +35,15 @@ def test_init_schedule_refresh_show_invalidate(redis_url: str, prefix: str, tmp_
     assert run(*base, "rows", "init", "--items", "40")[1].endswith(": 0 items added\n")
     assert run(*base, "rows", "schedule", "1", "2", "--delay", "30") == (0, "2 items scheduled\n")
     assert run(*base, "rows", "schedule", "--all", "--delay", "30") == (0, "40 items scheduled\n")
-    assert run(*base, "rows", "status") == (0, "scheduled 40  due 40  loading 0\n")
+    assert status(*base) == [40, 40, 0]
     code, out = run(*base, "rows", "refresh")
     assert (code, out.split(" in ")[0]) == (
         0,
         "40 due: 40 stored, 0 removed, 0 fenced, 0 dropped, 0 failed",
     )
-    code, out = run(*base, "rows", "show", "2")
+    code, out = run(*base, "rows", "show", "2", "--json")
     assert code == 0
-    shown = json.loads(out)
+    shown = json.loads(out)["row"]
     assert shown["item_id"] == 2
     assert isinstance(shown["price"], str)  # a decimal, exact
     assert run(*base, "rows", "invalidate", "2", "3") == (0, "2 cached copies dropped\n")
@@ -43,7 +51,7 @@ def test_init_schedule_refresh_show_invalidate(redis_url: str, prefix: str, tmp_
     assert (code, "not cached" in out) == (1, True)
     assert run(*base, "rows", "show", "2", "--load")[0] == 0
     assert run(*base, "rows", "schedule", "--all", "--delay", "0") == (0, "40 items unscheduled\n")
-    assert run(*base, "rows", "status") == (0, "scheduled 0  due 0  loading 0\n")
+    assert status(*base) == [0, 0, 0]
 
 
 def test_the_worker_refreshes_the_demo_database(
@@ -54,7 +62,7 @@ def test_the_worker_refreshes_the_demo_database(
     assert (tmp_path / "shop.db").exists()  # the default: shop.db in the data directory
     assert run(*base, "rows", "schedule", "--all", "--delay", "60")[0] == 0
     assert run(*base, "worker", "--once", "--job", "rows")[0] == 0
-    assert run(*base, "rows", "status") == (0, "scheduled 5  due 0  loading 0\n")
+    assert status(*base) == [5, 0, 0]
     assert run(*base, "rows", "show", "5")[0] == 0
 
 

@@ -18,7 +18,18 @@ from webtier._core.extras import extra_needed
 with extra_needed("cli", "the webtier command"):
     import click  # noqa: F401
 
-from webtier.cli import bench, counters, demo, ranking, rows, sessions, stats, workers
+from webtier.cli import (
+    bench,
+    completion,
+    counters,
+    demo,
+    ranking,
+    rows,
+    sessions,
+    stats,
+    workers,
+)
+from webtier.cli.anywhere import offer_global_options
 from webtier.cli.group import LazyCommand, main
 from webtier.cli.settings import settings
 
@@ -47,6 +58,7 @@ for command in (
     ranking.ranking,
     sessions.sessions,
 ):
-    main.add_command(command)
+    main.add_command(offer_global_options(command, main))
 main.add_command(LazyCommand("bench", bench.bench, bench.SHORT_HELP))
-main.add_command(settings)
+main.add_command(offer_global_options(settings, main))
+main.add_command(completion.completion)

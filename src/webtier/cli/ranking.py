@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from webtier.cli.output import json_option, not_found, print_json, print_table, say_empty
 from webtier.cli.shared import SharedOptions, pass_options
 
 
@@ -14,20 +15,43 @@ def ranking() -> None:
 
 @ranking.command("top")
 @click.option("-n", "count", default=20, show_default=True, help="How many items.")
+@json_option
 @pass_options
-def ranking_top(options: SharedOptions, count: int) -> None:
+def ranking_top(options: SharedOptions, count: int, as_json: bool) -> None:
     """The most viewed items with their (rescaled) view counts, most viewed first."""
     with options.tier() as tier:
         ranked = tier.ranking.top(count)
-    for place, (item, views) in enumerate(ranked):
-        click.echo(f"{place:6d}  {views:12.2f}  {item}")
+    if as_json:
+        print_json(
+            {
+                "items": [
+                    {"place": place, "item": item, "views": views}
+                    for place, (item, views) in enumerate(ranked)
+                ]
+            }
+        )
+    elif not ranked:
+        say_empty("no items ranked")
+    else:
+        print_table(
+            ("place", "views (rescaled)", "item"),
+            ((place, f"{views:.2f}", item) for place, (item, views) in enumerate(ranked)),
+            right=("place", "views (rescaled)"),
+        )
 
 
 @ranking.command("rank")
 @click.argument("item")
+@json_option
 @pass_options
-def ranking_rank(options: SharedOptions, item: str) -> None:
-    """ITEM's place in the ranking (0 = most viewed), or "not ranked"."""
+def ranking_rank(options: SharedOptions, item: str, as_json: bool) -> None:
+    """ITEM's place in the ranking (0 = most viewed); exit status 1 if it is
+    not ranked."""
     with options.tier() as tier:
         place = tier.ranking.rank(item)
-    click.echo("not ranked" if place is None else str(place))
+    if as_json:
+        print_json({"item": item, "place": place})
+    elif place is not None:
+        click.echo(f"{item}: place {place} (0 = most viewed)")
+    if place is None:
+        raise not_found(f"item {item!r} is not ranked")

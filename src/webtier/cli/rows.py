@@ -8,11 +8,19 @@ that run, never by ``webtier --help``.
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from webtier._core.extras import extra_needed
+from webtier.cli.output import (
+    json_option,
+    jsonable,
+    not_found,
+    print_fields,
+    print_json,
+    print_table,
+)
+from webtier.cli.progress import progress, shows_progress
+from webtier.cli.refresh_progress import refresh_watched
 from webtier.cli.shared import SharedOptions, pass_options
 
 
@@ -71,9 +79,11 @@ def schedule(options: SharedOptions, item_ids: tuple[int, ...], every: bool, del
             raise _fail(error) from error
     if not item_ids:
         raise click.UsageError("name item ids, or --all")
-    with options.tier() as tier:
+    verb = "scheduling" if delay > 0 else "unscheduling"
+    with options.tier() as tier, progress(verb, len(item_ids), "rows") as advance:
         for item_id in item_ids:
             tier.rows.schedule(source, item_id, delay)
+            advance(1)
     verb = "scheduled" if delay > 0 else "unscheduled"
     click.echo(f"{len(item_ids)} items {verb}")
 
@@ -85,7 +95,10 @@ def refresh(options: SharedOptions) -> None:
     continuously)."""
     source = options.inventory()
     with options.tier() as tier:
-        report = tier.rows.refresh_due([source])
+        if shows_progress():
+            report = refresh_watched(options, tier, source)
+        else:
+            report = tier.rows.refresh_due([source])
     click.echo(
         f"{report.claimed} due: {report.stored} stored, {report.removed} removed, "
         f"{report.fenced} fenced, {report.dropped} dropped, {report.failed} failed "
@@ -96,14 +109,19 @@ def refresh(options: SharedOptions) -> None:
 @rows.command("show")
 @click.argument("item_id", type=int)
 @click.option("--load", is_flag=True, help="On a miss, read the row from the database.")
+@json_option
 @pass_options
-def show(options: SharedOptions, item_id: int, load: bool) -> None:
-    """The cached copy of ITEM_ID, as JSON (exit status 1 if none)."""
+def show(options: SharedOptions, item_id: int, load: bool, as_json: bool) -> None:
+    """The cached copy of ITEM_ID (exit status 1 if none)."""
     with options.tier() as tier:
         row = tier.rows.get(options.inventory(), item_id, load=load)
-    if row is None:
-        raise click.ClickException(f"item {item_id} is not cached")
-    click.echo(json.dumps(row, default=str, indent=2))
+    shown = jsonable(row)
+    if as_json:
+        print_json({"item_id": item_id, "row": shown})
+    elif shown is not None:
+        print_fields(shown.items(), title=f"item {item_id}, cached")
+    if shown is None:
+        raise not_found(f"item {item_id} is not cached")
 
 
 @rows.command("invalidate")
@@ -118,9 +136,24 @@ def invalidate(options: SharedOptions, item_ids: tuple[int, ...]) -> None:
 
 
 @rows.command("status")
+@json_option
 @pass_options
-def status(options: SharedOptions) -> None:
+def status(options: SharedOptions, as_json: bool) -> None:
     """How many rows are scheduled, due and being loaded."""
     with options.tier() as tier:
         now = tier.rows.status(options.inventory())
-    click.echo(f"scheduled {now.scheduled}  due {now.due}  loading {now.loading}")
+    if as_json:
+        print_json(
+            {
+                "source": options.inventory().name,
+                "scheduled_rows": now.scheduled,
+                "due_rows": now.due,
+                "loading_rows": now.loading,
+            }
+        )
+    else:
+        print_table(
+            ("scheduled rows", "due rows", "loading rows"),
+            [(now.scheduled, now.due, now.loading)],
+            right=("scheduled rows", "due rows", "loading rows"),
+        )

@@ -10,6 +10,7 @@ import time
 
 import click
 
+from webtier.cli.output import json_option, print_json, print_table, say_empty
 from webtier.cli.shared import SharedOptions, pass_options
 from webtier.cli.signals import stop_on_signals
 from webtier.embedded import EmbeddedRedis
@@ -40,16 +41,41 @@ def worker(options: SharedOptions, jobs: tuple[str, ...], once: bool, heartbeat:
 
 
 @click.command()
+@json_option
 @pass_options
-def workers(options: SharedOptions) -> None:
+def workers(options: SharedOptions, as_json: bool) -> None:
     """List the workers that are alive."""
     with options.tier() as tier:
-        for info in tier.workers.alive():
-            age = time.time() - info.beat
-            jobs = ", ".join(info.jobs)
-            click.echo(
-                f"{info.id}  pid {info.pid} on {info.host}  jobs: {jobs}  beat {age:.0f} s ago"
-            )
+        alive = tier.workers.alive()
+    now = time.time()
+    if as_json:
+        print_json(
+            {
+                "workers": [
+                    {
+                        "id": info.id,
+                        "host": info.host,
+                        "pid": info.pid,
+                        "jobs": list(info.jobs),
+                        "started_epoch": info.started,
+                        "last_beat_epoch": info.beat,
+                        "last_beat_age_seconds": max(0.0, now - info.beat),
+                    }
+                    for info in alive
+                ]
+            }
+        )
+    elif not alive:
+        say_empty("no workers alive")
+    else:
+        print_table(
+            ("worker", "host", "pid", "jobs", "last beat (s ago)"),
+            (
+                (info.id, info.host, info.pid, ", ".join(info.jobs), f"{now - info.beat:.0f}")
+                for info in alive
+            ),
+            right=("pid", "last beat (s ago)"),
+        )
 
 
 @click.command()

@@ -1,0 +1,132 @@
+"""``--json`` on every read command: one document, valid against the JSON
+Schema shipped in ``webtier/cli/schemas``; and every schema has its command."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+import click
+import jsonschema
+import pytest
+
+import webtier
+from tests.conftest import wait_for
+from tests.integration.clihelp import webtier_cli
+from webtier.cli import main
+from webtier.cli.output import schema
+from webtier.workers import Worker
+
+pytestmark = pytest.mark.onlynoncluster  # output, not routing: one server suffices
+
+
+def json_commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[str]:
+    """``group-command`` for every command below ``group`` with ``--json``."""
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from json_commands(command, (*path, name))
+        elif any(param.name == "as_json" for param in command.params):
+            yield "-".join((*path, name))
+
+
+def shipped_schemas() -> set[str]:
+    found = resources.files("webtier.cli").joinpath("schemas").iterdir()
+    return {entry.name.removesuffix(".json") for entry in found if entry.name.endswith(".json")}
+
+
+def test_every_read_command_has_json_and_a_schema() -> None:
+    assert set(json_commands(main)) == shipped_schemas()
+    assert shipped_schemas() >= {
+        "counters-list", "counters-show", "stats-show", "stats-slowest", "ranking-top",
+        "ranking-rank", "sessions-stats", "sessions-user", "rows-show", "rows-status", "workers",
+    }  # fmt: skip
+    for name in shipped_schemas():
+        jsonschema.Draft202012Validator.check_schema(schema(name))
+
+
+@pytest.fixture
+def shop(redis_url: str, prefix: str, tmp_path: Path) -> Iterator[tuple[str, ...]]:
+    """Something to read in every part, and the options that reach it; a
+    worker runs meanwhile, so that ``workers`` lists one."""
+    edge = ("--url", redis_url, "--prefix", prefix, "--database", f"sqlite:///{tmp_path}/s.db")
+    client = webtier.connect(redis_url)
+    tier = webtier.WebTier(client, webtier.Config(prefix=prefix))
+    tier.counters.record("views:/", 7)
+    for value in (0.1, 0.2, 0.3):
+        tier.stats.record("/item/{id}", "AccessTime", value)
+    tier.ranking.record_view("item:1")
+    tier.sessions.new(user="ann")
+    assert webtier_cli(*edge, "rows", "init", "--items", "3").code == 0
+    assert webtier_cli(*edge, "rows", "schedule", "--all", "--delay", "60").code == 0
+    assert webtier_cli(*edge, "rows", "refresh").code == 0
+    worker = Worker(tier, (), heartbeat=0.2)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        wait_for(tier.workers.alive, "the worker announced itself")
+        yield edge
+    finally:
+        worker.request_stop()
+        thread.join(timeout=10)
+        webtier.disconnect(client)
+
+
+READS = {
+    "counters-list": ("counters", "list"),
+    "counters-show": ("counters", "show", "views:/", "--precision", "60"),
+    "stats-show": ("stats", "show", "/item/{id}", "--each", "--periods", "2"),
+    "stats-slowest": ("stats", "slowest"),
+    "ranking-top": ("ranking", "top"),
+    "ranking-rank": ("ranking", "rank", "item:1"),
+    "sessions-stats": ("sessions", "stats"),
+    "sessions-user": ("sessions", "user", "ann"),
+    "rows-show": ("rows", "show", "2"),
+    "rows-status": ("rows", "status"),
+    "workers": ("workers",),
+}
+
+
+@pytest.mark.usefixtures("steady_hour")
+def test_each_document_is_valid_against_its_schema(shop: tuple[str, ...]) -> None:
+    assert set(READS) == shipped_schemas()
+    for name, command in READS.items():
+        ran = webtier_cli(*shop, *command, "--json")
+        assert ran.code == 0, (name, ran)
+        document = json.loads(ran.stdout)  # one document, nothing else on stdout
+        jsonschema.validate(document, schema(name))
+        assert document, name
+
+
+@pytest.mark.usefixtures("steady_hour")
+def test_the_figures_carry_their_units(shop: tuple[str, ...]) -> None:
+    (summary,) = json.loads(webtier_cli(*shop, "stats", "show", "/item/{id}", "--json").stdout)[
+        "summaries"
+    ]
+    assert summary["count"] == 3
+    assert summary["mean_seconds"] == pytest.approx(0.2)
+    assert summary["min_seconds"] == pytest.approx(0.1)
+    (sample,) = json.loads(webtier_cli(*shop, "counters", "show", "views:/", "--json").stdout)[
+        "samples"
+    ]
+    assert sample["count"] == 7
+    (session,) = json.loads(webtier_cli(*shop, "sessions", "user", "ann", "--json").stdout)[
+        "sessions"
+    ]
+    assert session["last_seen_epoch"] >= session["created_epoch"] > 1_700_000_000
+    row = json.loads(webtier_cli(*shop, "rows", "show", "2", "--json").stdout)["row"]
+    assert row["item_id"] == 2
+    assert isinstance(row["price"], str)  # a decimal, exact
+
+
+def test_a_missing_name_is_a_document_and_exit_status_1(redis_url: str, prefix: str) -> None:
+    edge = ("--url", redis_url, "--prefix", prefix)
+    ran = webtier_cli(*edge, "ranking", "rank", "nosuch", "--json")
+    assert ran.code == 1
+    assert json.loads(ran.stdout) == {"item": "nosuch", "place": None}
+    assert "not ranked" in ran.stderr
+    ran = webtier_cli(*edge, "counters", "show", "nosuch", "--json")
+    assert ran.code == 1
+    jsonschema.validate(json.loads(ran.stdout), schema("counters-show"))
