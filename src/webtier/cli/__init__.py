@@ -18,7 +18,7 @@ from webtier._core.extras import extra_needed
 with extra_needed("cli", "the webtier command"):
     import click  # noqa: F401
 
-from webtier.cli import bench, counters, demo, ranking, rows, sessions, stats, workers
+from webtier.cli import bench, counters, demo, ranking, rows, server, sessions, stats, workers
 from webtier.cli.group import LazyCommand, main
 
 __all__ = ["main"]
@@ -39,7 +39,8 @@ for command in (
     workers.worker,
     workers.workers,
     demo.demo,
-    workers.server,
+    server.server,
+    server.reset,
     rows.rows,
     counters.counters,
     stats.stats,
