@@ -96,4 +96,3 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     return keep(data_dir, socket_path_for(data_dir), binary, port)
-
