@@ -236,3 +236,16 @@ def test_the_server_command_listens_on_tcp_too(tmp_path: Path) -> None:
         assert child.stdout is not None
         child.stdout.close()
     assert wait_until(lambda: servers_for(tmp_path.resolve() / "redis.sock") == [])
+
+
+def test_a_forked_child_leaving_keeps_its_parents_lease(tmp_path: Path) -> None:
+    # gunicorn --preload: the tier made in the master, its workers forked.
+    with EmbeddedRedis(tmp_path) as server:
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child
+            server.stop()
+            os._exit(0)
+        assert os.waitpid(child, 0)[1] == 0
+        assert servers_for(server.socket_path) != []
+        assert live_leases(tmp_path, reclaim=False) == 1
+    assert servers_for(tmp_path.resolve() / "redis.sock") == []
