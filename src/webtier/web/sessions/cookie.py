@@ -19,7 +19,7 @@ from webtier.web.sessions.options import SessionOptions
 
 _MAC = re.compile(r"[A-Za-z0-9_-]{43}")  # an unpadded URL-safe base64 SHA-256
 
-log = logging.getLogger("webtier.sessions")
+log = logging.getLogger("webtier.sessions.cookie")
 
 # Headers a reverse proxy adds: a request carrying one came through a proxy,
 # so the scheme and peer the app sees are the proxy's, not the browser's.
