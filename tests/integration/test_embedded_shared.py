@@ -249,3 +249,20 @@ def test_a_forked_child_leaving_keeps_its_parents_lease(tmp_path: Path) -> None:
         assert servers_for(server.socket_path) != []
         assert live_leases(tmp_path, reclaim=False) == 1
     assert servers_for(tmp_path.resolve() / "redis.sock") == []
+
+
+def test_a_busy_port_is_said_at_once(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        result = CliRunner().invoke(
+            main, ["--data-dir", str(tmp_path), "server", "--port", str(port)]
+        )
+        assert time.monotonic() - started < 10  # not the start timeout
+    assert result.exit_code == 1
+    assert f"Failed listening on port {port}" in result.output
+    assert live_leases(tmp_path, reclaim=False) == 0

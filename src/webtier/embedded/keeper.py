@@ -30,6 +30,7 @@ from webtier.embedded.wire import shutdown_save
 
 CHECK_EVERY = 0.25  # seconds between two counts of the leases
 BINARY_VARIABLE = "WEBTIER_KEEPER_REDIS_SERVER"
+PID_FILE = "keeper.pid"  # written by the keeper's parent, before it exits
 
 
 def server_arguments(binary: str, data_dir: Path, socket_path: Path, port: int) -> list[str]:
@@ -50,10 +51,10 @@ def server_arguments(binary: str, data_dir: Path, socket_path: Path, port: int) 
     ]  # fmt: skip
 
 
-def launch(binary: str, data_dir: Path, port: int) -> None:
-    """Starts a keeper for ``data_dir`` and returns once it has detached
-    (the caller then waits for the server to answer). The binary goes in
-    the environment: only the server's own command line names it."""
+def launch(binary: str, data_dir: Path, port: int) -> int:
+    """Starts a keeper for ``data_dir`` and returns its pid once it has
+    detached (the caller then waits for the server to answer). The binary
+    goes in the environment: only the server's own command line names it."""
     with (data_dir / "keeper.log").open("ab") as log:
         subprocess.run(
             [sys.executable, "-m", "webtier.embedded", str(data_dir), str(port)],
@@ -65,6 +66,7 @@ def launch(binary: str, data_dir: Path, port: int) -> None:
             check=True,
             timeout=30,
         )
+    return int((data_dir / PID_FILE).read_text())
 
 
 def keep(data_dir: Path, socket_path: Path, binary: str, port: int) -> int:
@@ -88,9 +90,12 @@ def keep(data_dir: Path, socket_path: Path, binary: str, port: int) -> int:
 def main(argv: list[str]) -> int:
     data_dir, port = Path(argv[0]), int(argv[1])
     binary = os.environ.pop(BINARY_VARIABLE)
-    # Detach: the parent's child exits at once, the keeper lives on,
-    # adopted by init, in a session of its own.
-    if os.fork() > 0:
+    # Detach: the parent's child exits at once (once it has said the
+    # keeper's pid), the keeper lives on, adopted by init, in a session of
+    # its own.
+    keeper = os.fork()
+    if keeper > 0:
+        (data_dir / PID_FILE).write_text(f"{keeper}\n")
         os._exit(0)
     os.chdir("/")
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -10,7 +10,7 @@ from pathlib import Path
 from webtier.embedded import keeper
 from webtier.embedded.binary import default_data_dir, find_redis_server, socket_path_for
 from webtier.embedded.leases import Lease, live_leases, start_lock
-from webtier.embedded.wire import answers_ping, shutdown_save
+from webtier.embedded.wire import answers_ping, is_gone, shutdown_save
 from webtier.errors import EmbeddedServerError
 
 _START_TIMEOUT = 15.0  # seconds
@@ -50,7 +50,10 @@ class EmbeddedRedis:
         return answers_ping(self.socket_path)
 
     def start(self) -> EmbeddedRedis:
-        """Joins the server, starting it if it is not running."""
+        """Joins the server, starting it if it is not running (once: a
+        second call does nothing)."""
+        if self._lease is not None:
+            return self
         binary = find_redis_server(self.binary)
         with start_lock(self.data_dir):
             lease = Lease(self.data_dir)
@@ -58,8 +61,7 @@ class EmbeddedRedis:
                 if self.running:
                     self._check_port()
                 else:
-                    keeper.launch(binary, self.data_dir, self.port)
-                    self._wait_ready()
+                    self._wait_ready(keeper.launch(binary, self.data_dir, self.port))
                     self.owner = True
             except BaseException:
                 lease.release()
@@ -85,18 +87,26 @@ class EmbeddedRedis:
         finally:
             client.close()
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, keeper_pid: int) -> None:
         deadline = time.monotonic() + _START_TIMEOUT
         while time.monotonic() < deadline:
             if self.running:
                 return
+            if is_gone(keeper_pid):  # the server exited at start: its log says why
+                break
             time.sleep(0.02)
+        else:
+            raise EmbeddedServerError(
+                f"redis-server did not answer on {self.socket_path} in {_START_TIMEOUT} s "
+                f"(see {self.data_dir / 'redis.log'})"
+            )
+        raise EmbeddedServerError(f"redis-server could not start: {self._last_log_line()}")
+
+    def _last_log_line(self) -> str:
         log = self.data_dir / "redis.log"
-        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-        raise EmbeddedServerError(
-            f"redis-server did not answer on {self.socket_path} in {_START_TIMEOUT} s "
-            f"(see {log}):\n{tail}"
-        )
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        # Its lines: "pid:role date time * message" ("#" marks a warning).
+        return lines[-1].split(" # ", 1)[-1] if lines else f"see {log}"
 
     def stop(self) -> None:
         """Leaves the server (idempotent); the last process to leave stops it,

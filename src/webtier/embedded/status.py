@@ -58,7 +58,7 @@ def server_status(data_dir: Path) -> ServerStatus:
         running=True,
         pid=int(info["process_id"]),
         port=port,
-        clients=int(info["connected_clients"]),
+        clients=int(info["connected_clients"]) - 1,  # not counting this one
         users=live_leases(data_dir, reclaim=False),
         memory=str(info["used_memory_human"]),
     )

@@ -72,17 +72,22 @@ def wait_gone(pid: int, timeout: float) -> bool:
     """Waits until process ``pid`` is gone (or a zombie); False if it stays."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except FileNotFoundError:
-            return True
-        except OSError:  # no /proc: ask the kernel
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            stat = "0 (redis-server) R"
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+        if is_gone(pid):
             return True
         time.sleep(0.02)
     return False
+
+
+def is_gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
