@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -200,8 +201,6 @@ def test_server_status_stop_and_reset_commands(tmp_path: Path) -> None:
 
 
 def test_the_server_command_listens_on_tcp_too(tmp_path: Path) -> None:
-    import socket
-
     with socket.socket() as probe:  # a free port
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -252,8 +251,6 @@ def test_a_forked_child_leaving_keeps_its_parents_lease(tmp_path: Path) -> None:
 
 
 def test_a_busy_port_is_said_at_once(tmp_path: Path) -> None:
-    import socket
-
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -266,3 +263,71 @@ def test_a_busy_port_is_said_at_once(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert f"Failed listening on port {port}" in result.output
     assert live_leases(tmp_path, reclaim=False) == 0
+
+
+APP = """
+import contextlib, os
+
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+import webtier
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    async with webtier.open_async(data_dir=os.environ["SHOP_DATA"]) as tier:
+        app.state.tier = tier
+        yield
+
+
+async def hit(request):
+    count = await request.app.state.tier.client.incr("hits")
+    return PlainTextResponse(f"{os.getpid()} {count}")
+
+
+app = Starlette(routes=[Route("/", hit)], lifespan=lifespan)
+"""
+
+
+def test_the_workers_of_an_asgi_server_share_one_server(tmp_path: Path) -> None:
+    import httpx
+
+    (tmp_path / "shop.py").write_text(APP)
+    data_dir = tmp_path / "data"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    uvicorn = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "shop:app", "--app-dir", str(tmp_path),
+         "--port", str(port), "--workers", "2", "--log-level", "warning"],
+        env={**os.environ, "SHOP_DATA": str(data_dir)},
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/"
+
+    def hit() -> tuple[int, int] | None:
+        try:
+            pid, count = httpx.get(url, headers={"connection": "close"}, timeout=5).text.split()
+        except (httpx.HTTPError, ValueError):
+            return None
+        return int(pid), int(count)
+
+    try:
+        assert wait_until(lambda: server_status(data_dir).users == 2, 60)
+        answered = [answer for answer in (hit() for _ in range(20)) if answer]
+        assert answered
+        victim = answered[0][0]
+        os.kill(victim, signal.SIGKILL)  # whichever started the server
+        time.sleep(1)  # the keeper's rounds: it must see the other lease
+        after = [answer for answer in (hit() for _ in range(20)) if answer]
+        assert after, "the server went with the worker"
+        assert max(count for _, count in after) == len(answered) + len(after)
+        assert len(servers_for(data_dir.resolve() / "redis.sock")) == 1
+        uvicorn.send_signal(signal.SIGINT)
+        uvicorn.wait(timeout=30)
+    finally:
+        if uvicorn.poll() is None:
+            uvicorn.kill()
+            uvicorn.wait()
+    assert wait_until(lambda: servers_for(data_dir.resolve() / "redis.sock") == [])
