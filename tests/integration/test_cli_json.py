@@ -86,6 +86,7 @@ READS = {
     "rows-show": ("rows", "show", "2"),
     "rows-status": ("rows", "status"),
     "workers": ("workers",),
+    "settings-show": ("settings", "show"),
 }
 
 

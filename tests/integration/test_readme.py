@@ -1,12 +1,16 @@
-"""The README's examples, run as they stand: every ```python block, on a
-server and a Cluster of the suite's own, a real SQLite shop, a Starlette app
-and a Flask app; then a request through each app's middleware stack.
+"""The README's examples, run as they stand: every ```python block, on the
+embedded server (``webtier.open()``, its data in a folder of the test's own),
+a server and a Cluster of the suite's own, a Starlette app and a Flask app;
+then a request through each app's middleware stack. And the README's
+command table and environment variables, against the ``webtier`` command.
 
-A block is a fragment of an application: the names it takes for granted
-(``tier``, ``async_tier``, ``app``, ``flask_app``, ``render``, ``KEY``) are
-given here, and the addresses it names are those of the suite's servers.
-Warnings are errors (pytest's setting), so an example that uses a
-deprecated name fails too.
+A block that opens its own tier is a whole program: it runs as if copied
+into a file (the row cache's makes its own SQLite table). The others are
+fragments of an application: the names they take for granted (``tier``,
+``async_tier``, ``app``, ``flask_app``, ``render``, ``KEY``) are given here,
+and the addresses they name are those of the suite's servers. Warnings are
+errors (pytest's setting), so an example that uses a deprecated name fails
+too.
 """
 
 from __future__ import annotations
@@ -16,17 +20,19 @@ import asyncio
 import inspect
 import re
 import secrets
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import flask
 import httpx
 import pytest
 from starlette.applications import Starlette
 
 import webtier
+from webtier.cli import main as webtier_command
+from webtier.embedded.status import server_status
 from webtier.testing import RedisCluster, RedisServer
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -42,18 +48,23 @@ def server() -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's ``sqlite:///shop.db``, in a folder of the test's own."""
+def embedded_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The examples run in a folder of the test's own (the README's
+    ``shop.db`` is made there), the embedded server's data in it too."""
     monkeypatch.chdir(tmp_path)
-    with sqlite3.connect(tmp_path / "shop.db") as db:
-        db.execute("CREATE TABLE inventory (item_id INTEGER PRIMARY KEY, name TEXT, stock INT)")
-        db.execute("INSERT INTO inventory VALUES (42, 'teapot', 3)")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    data_dir = tmp_path / "xdg" / "webtier" / "redis"
+    yield data_dir
+    assert not server_status(data_dir).running, "an example left the embedded server running"
 
 
 def _run(number: int, source: str, namespace: dict[str, Any]) -> None:
     code = compile(
         source, f"README.md, example {number}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     )
+    if not code.co_flags & inspect.CO_COROUTINE:  # as a file runs it (asyncio.run included)
+        exec(code, namespace)  # the README's own examples
+        return
 
     async def run() -> None:
         result = eval(code, namespace)  # the README's own examples
@@ -66,14 +77,15 @@ def _run(number: int, source: str, namespace: dict[str, Any]) -> None:
     asyncio.run(run())
 
 
-def test_every_readme_example_runs(server: RedisServer, cluster: RedisCluster, shop: None) -> None:
+def test_every_readme_example_runs(
+    server: RedisServer, cluster: RedisCluster, embedded_data: Path
+) -> None:
     assert len(BLOCKS) >= 8, "the README's examples were not found"
     client = webtier.connect(server.url)
     async_client = webtier.connect_async(server.url)
     app, flask_app = Starlette(), flask.Flask("readme")
     rendered = []
     given = {
-        "webtier": webtier,  # imported by the first example
         "tier": webtier.WebTier(client),
         "async_tier": webtier.AsyncWebTier(async_client),
         "app": app,
@@ -109,6 +121,7 @@ def test_every_readme_example_runs(server: RedisServer, cluster: RedisCluster, s
         assert answer.status_code == 200
         assert answer.text == "home"
         assert given["tier"].sessions.of_user("ann"), "the example's login left no session"
+        assert (embedded_data / "dump.rdb").exists(), "no example used the embedded server"
     finally:
         webtier.disconnect(client)
 
@@ -121,3 +134,47 @@ async def _post(app: Starlette, path: str, async_client: Any) -> httpx.Response:
             return await browser.post(path)
     finally:
         await async_client.aclose()
+
+
+def _commands(group: click.Group, ctx: click.Context) -> Iterator[tuple[str, ...]]:
+    """Every command of ``group``, as the words that name it."""
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        load = getattr(command, "load", None)  # a lazy command (bench): the real one
+        command = load() if load is not None else command
+        if isinstance(command, click.Group):
+            for words in _commands(command, ctx):
+                yield (name, *words)
+        else:
+            yield (name,)
+
+
+def test_the_command_table_names_every_command_in_one_table() -> None:
+    text = README.read_text()
+    section = text[text.index("### The command line") : text.index("## What it guarantees")]
+    lines = section.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("| command"))
+    table = []
+    for line in lines[first:]:
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    # One table: every row of a command is in it (a blank line would split it).
+    assert [line for line in lines if line.startswith("| `webtier")] == table[2:]
+    with click.Context(webtier_command) as ctx:
+        commands = list(_commands(webtier_command, ctx))
+    assert ("server", "status") in commands
+    for words in commands:
+        head, last = " ".join(words[:-1]), words[-1]
+        rows = [row for row in table if f"`webtier {' '.join(words)}" in row]
+        if head:  # a subcommand may be named after its group's first: `rows init` / `schedule`
+            rows += [row for row in table if f"`webtier {head} " in row and f"`{last}" in row]
+        assert rows, f"webtier {' '.join(words)} is missing from the README's command table"
+
+
+def test_the_readme_lists_every_environment_variable() -> None:
+    text = README.read_text()
+    variables = [p.envvar for p in webtier_command.params if isinstance(p.envvar, str)]
+    assert "WEBTIER_DATABASE_URL" in variables
+    for variable in variables:
+        assert f"| `{variable}` |" in text, f"{variable} is not in the README's table"

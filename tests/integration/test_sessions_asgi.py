@@ -134,16 +134,30 @@ def served_shop(redis_url: str, config: webtier.Config, **options: Any) -> Starl
 async def test_a_shopper_visits_over_http_served_by_uvicorn(
     redis_url: str, config: webtier.Config
 ) -> None:
-    # Plain http to 127.0.0.1: local development, the only place Secure may go.
-    app = served_shop(redis_url, config, insecure_local_http=True)
+    # Plain http to 127.0.0.1: local development, the only place Secure goes
+    # by default.
+    app = served_shop(redis_url, config)
     with uvicorn_serving(app) as base:
         async with httpx.AsyncClient(base_url=base) as http:
             await visit(http, secure=False)
-    app = served_shop(redis_url, config)
+            # Through a proxy, the http is the proxy's: Secure.
+            response = await http.post("/view/book", headers={"x-forwarded-proto": "https"})
+            assert "secure" in response.headers["set-cookie"].lower()
+    app = served_shop(redis_url, config, insecure_local_http=False)
     with uvicorn_serving(app) as base:
         async with httpx.AsyncClient(base_url=base) as http:
             response = await http.post("/view/book")
             assert "secure" in response.headers["set-cookie"].lower()
+
+
+async def test_a_login_holds_under_a_test_client_on_plain_http(
+    atier: webtier.AsyncWebTier,
+) -> None:
+    # httpx's cookie jar, as a browser, keeps a Secure cookie off plain http.
+    transport = httpx.ASGITransport(app=starlette_shop(atier))
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+        await http.post("/login/ann")
+        assert (await http.get("/me")).json()["user"] == "ann"
 
 
 # -- outages -----------------------------------------------------------------------------------

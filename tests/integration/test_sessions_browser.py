@@ -79,11 +79,11 @@ def shop_servers(server: RedisServer, prefix: str, certificate: tuple[str, str])
 
         shop = starlette_shop(tier)
         shop.router.routes.append(Route("/echo", echo, methods=["GET", "POST"]))
-        dev = starlette_shop(tier, insecure_local_http=True)  # for local development
+        strict = starlette_shop(tier, insecure_local_http=False)  # Secure even locally
         return Starlette(
             routes=[
                 Mount("/shop", app=shop),
-                Mount("/dev", app=dev),
+                Mount("/strict", app=strict),
                 Route("/echo", echo),
                 Route("/evil", evil_page(evil_target)),
             ],
@@ -146,7 +146,9 @@ def test_the_session_cookie_in_a_real_browser(
         # Never sent over plain http; a Secure cookie from plain http is refused.
         page.goto(f"{insecure}/shop/echo")
         assert page.text_content("body") == "cookie: no"
-        fetch("/shop/view/pen", "POST")  # a new session's cookie, sent over http
+        with page.expect_response(lambda r: r.url.endswith("/shop/view/pen")) as sent:
+            fetch("/shop/view/pen", "POST")  # a new session's cookie, over http to a real name
+        assert "secure" in (sent.value.header_value("set-cookie") or "").lower()
         assert [c["value"] for c in ours()] == [cookie["value"]]
 
         # SameSite=Lax: a cross-site POST comes without it, a link with it.
@@ -167,13 +169,20 @@ def test_the_session_cookie_in_a_real_browser(
         fetch("/shop/logout", "POST")
         assert ours() == []
 
-        # insecure_local_http drops Secure for loopback hosts only.
-        page.goto(f"http://localhost:{plain}/dev/home")
-        fetch("/dev/view/book", "POST")
-        [local] = ours()
-        assert (local["domain"], local["secure"], local["httpOnly"]) == ("localhost", False, True)
-        page.goto(f"{insecure}/dev/home")
-        fetch("/dev/view/book", "POST")
-        assert [c["domain"] for c in ours()] == ["localhost"]  # shop.test's was refused
+        # Local development, with the default options: plain http to a
+        # loopback host gets a cookie without Secure, and the login holds.
+        for host in ("127.0.0.1", "localhost"):
+            page.goto(f"http://{host}:{plain}/shop/home")
+            fetch("/shop/login/ann", "POST")
+            [local] = [c for c in ours() if c["domain"] == host]
+            assert (local["secure"], local["httpOnly"]) == (False, True)
+            assert '"user":"ann"' in fetch("/shop/me")
+            page.goto(f"http://{host}:{plain}/shop/me")
+            assert '"user":"ann"' in (page.text_content("body") or "")
+        # Asked to, Secure goes everywhere, loopback included.
+        page.goto(f"http://127.0.0.1:{plain}/strict/home")
+        with page.expect_response(lambda r: r.url.endswith("/strict/view/book")) as sent:
+            fetch("/strict/view/book", "POST")
+        assert "secure" in (sent.value.header_value("set-cookie") or "").lower()
 
         browser.close()

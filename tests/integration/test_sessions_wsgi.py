@@ -38,8 +38,13 @@ async def test_a_shopper_visits_a_flask_shop(
             await visit(http, secure=False)
 
 
-def test_flask_cookies_stay_secure_unless_asked(stier: webtier.WebTier) -> None:
+def test_flask_cookies_are_secure_but_in_local_development(stier: webtier.WebTier) -> None:
     with serving(flask_shop(stier)) as base:
+        response = httpx.post(f"{base}/view/book")  # http://127.0.0.1
+        assert "secure" not in response.headers["set-cookie"].lower()
+        response = httpx.post(f"{base}/view/book", headers={"Forwarded": "proto=https"})
+        assert "secure" in response.headers["set-cookie"].lower()
+    with serving(flask_shop(stier, insecure_local_http=False)) as base:
         response = httpx.post(f"{base}/view/book")
         assert "secure" in response.headers["set-cookie"].lower()
 

@@ -4,6 +4,7 @@ tests/integration/test_session_flows.py."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 from typing import Any
 
@@ -11,10 +12,11 @@ import pytest
 
 from webtier.errors import ConfigError
 from webtier.web.sessions import SessionOptions
-from webtier.web.sessions.adapter import merge_headers
+from webtier.web.sessions.adapter import environ_headers, merge_headers
 from webtier.web.sessions.cookie import (
     Decoded,
     Where,
+    came_through_proxy,
     cookie_morsel,
     decode,
     encode,
@@ -113,14 +115,54 @@ def test_a_deleted_cookie_expires_at_once() -> None:
     assert {"webtier_session=", "max-age=0", "secure", "httponly"} <= found
 
 
-def test_secure_is_dropped_only_for_local_plain_http_when_asked() -> None:
+def test_secure_is_dropped_for_local_plain_http_only() -> None:
     local = Where("", "http", "localhost:8000")
-    assert "secure" in attributes(SessionOptions(), local)
-    relaxed = SessionOptions(insecure_local_http=True)
-    assert "secure" not in attributes(relaxed, local)
-    assert "secure" not in attributes(relaxed, Where("", "http", "127.0.0.1:8000"))
-    assert "secure" in attributes(relaxed, Where("", "http", "shop.example"))
-    assert "secure" in attributes(relaxed, Where("", "https", "localhost"))
+    assert "secure" not in attributes(SessionOptions(), local)
+    assert "secure" not in attributes(SessionOptions(), Where("", "http", "127.0.0.1:8000"))
+    assert "secure" not in attributes(SessionOptions(), Where("", "http", "[::1]:80", "::1"))
+    # A test client's peer is a name; a unix socket's is nothing: not remote.
+    assert "secure" not in attributes(
+        SessionOptions(), Where("", "http", "localhost", "testclient")
+    )
+    assert "secure" in attributes(SessionOptions(), Where("", "http", "shop.example"))
+    assert "secure" in attributes(SessionOptions(), Where("", "https", "localhost"))
+    # Host is the client's to say: from another machine it keeps Secure.
+    assert "secure" in attributes(SessionOptions(), Where("", "http", "localhost", "192.0.2.7"))
+    # Through a proxy, http and the peer are the proxy's: Secure.
+    proxied = Where("", "http", "127.0.0.1:8000", "127.0.0.1", proxied=True)
+    assert "secure" in attributes(SessionOptions(), proxied)
+    # Asked to: Secure everywhere.
+    assert "secure" in attributes(SessionOptions(insecure_local_http=False), local)
+
+
+def test_a_cookie_without_secure_is_explained_once(caplog: pytest.LogCaptureFixture) -> None:
+    local = Where("", "http", "app.localhost:8123")
+    with caplog.at_level(logging.WARNING, logger="webtier.sessions"):
+        for _ in range(3):
+            attributes(SessionOptions(), local)
+            attributes(SessionOptions(), HTTPS)
+    [record] = [r for r in caplog.records if "without Secure" in r.getMessage()]
+    assert "http://app.localhost:8123" in record.getMessage()
+    assert "insecure_local_http=False" in record.getMessage()
+
+
+@pytest.mark.parametrize(
+    ("headers", "proxied"),
+    [
+        (["Host", "Cookie"], False),
+        (["X-Forwarded-For"], True),
+        (["x-forwarded-proto"], True),
+        (["Forwarded"], True),
+        (["X-Forwarded-Host"], True),
+    ],
+)
+def test_a_proxys_headers_mark_the_request_proxied(headers: list[str], proxied: bool) -> None:
+    assert came_through_proxy(headers) is proxied
+
+
+def test_wsgi_environ_header_names() -> None:
+    environ = {"HTTP_X_FORWARDED_PROTO": "https", "REMOTE_ADDR": "127.0.0.1", "HTTP_HOST": "x"}
+    assert sorted(environ_headers(environ)) == ["HOST", "X-FORWARDED-PROTO"]
 
 
 @pytest.mark.parametrize(

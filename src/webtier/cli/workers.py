@@ -3,9 +3,7 @@ processes that run beside the app."""
 
 from __future__ import annotations
 
-import contextlib
 import sys
-import threading
 import time
 
 import click
@@ -13,7 +11,6 @@ import click
 from webtier.cli.output import json_option, print_json, print_table, say_empty
 from webtier.cli.shared import SharedOptions, pass_options
 from webtier.cli.signals import stop_on_signals
-from webtier.embedded import EmbeddedRedis
 from webtier.errors import WebtierError
 from webtier.workers import ColdStop, Worker, jobs_named
 
@@ -76,17 +73,3 @@ def workers(options: SharedOptions, as_json: bool) -> None:
             ),
             right=("pid", "last beat (s ago)"),
         )
-
-
-@click.command()
-@pass_options
-def server(options: SharedOptions) -> None:
-    """Run the embedded redis-server in the foreground, for other processes."""
-    with EmbeddedRedis(options.data_dir) as embedded:
-        role = "started" if embedded.owner else "already running"
-        click.echo(f"{role}: export WEBTIER_REDIS_URL={embedded.url}")
-        if not embedded.owner:
-            return
-        stop = threading.Event()
-        with stop_on_signals(stop.set), contextlib.suppress(ColdStop):
-            stop.wait()

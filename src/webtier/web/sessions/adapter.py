@@ -57,6 +57,11 @@ def header_values(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | 
     return "; ".join(found) if found else None
 
 
+def environ_headers(environ: Mapping[str, Any]) -> Iterable[str]:
+    """The request's header names, from a WSGI environ (or Django's META)."""
+    return (key[5:].replace("_", "-") for key in environ if key.startswith("HTTP_"))
+
+
 def merge_headers(
     existing: list[tuple[str, str]], extra: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:

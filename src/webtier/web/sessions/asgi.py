@@ -28,7 +28,7 @@ from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.web.sessions.adapter import Adapter, header_values, merge_headers
-from webtier.web.sessions.cookie import Where
+from webtier.web.sessions.cookie import Where, came_through_proxy
 from webtier.web.sessions.options import SESSION_KEY, SessionOptions
 from webtier.web.sessions.outage import UNAVAILABLE_BODY
 from webtier.web.sessions.session import AsyncSession
@@ -69,6 +69,8 @@ class ASGIMiddleware(Adapter["AsyncWebTier"]):
             mount=scope.get("root_path", ""),
             scheme=scope.get("scheme", "http"),
             host=header_values(headers, b"host") or "",
+            peer=(scope.get("client") or ("",))[0],
+            proxied=came_through_proxy(key.decode("latin-1") for key, _ in headers),
         )
         started = False
 

@@ -4,10 +4,13 @@ read back with no Redis call, and its attributes."""
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import ipaddress
+import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from http.cookies import Morsel
 
@@ -15,6 +18,12 @@ from webtier.sessions import is_token
 from webtier.web.sessions.options import SessionOptions
 
 _MAC = re.compile(r"[A-Za-z0-9_-]{43}")  # an unpadded URL-safe base64 SHA-256
+
+log = logging.getLogger("webtier.sessions.cookie")
+
+# Headers a reverse proxy adds: a request carrying one came through a proxy,
+# so the scheme and peer the app sees are the proxy's, not the browser's.
+PROXY_HEADERS = frozenset({"forwarded", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"})
 
 
 def _mac(key: bytes, name: str, token: str) -> str:
@@ -78,6 +87,21 @@ def _verify(options: SessionOptions, value: str) -> tuple[str | None, bool]:
     return None, False
 
 
+def came_through_proxy(header_names: Iterable[str]) -> bool:
+    """Whether a request with these header names (any case) was proxied."""
+    return any(name.lower() in PROXY_HEADERS for name in header_names)
+
+
+def is_remote_peer(peer: str) -> bool:
+    """Whether ``peer`` (the address the request came from) is an IP
+    address of another machine; a name (a test client's) or nothing (a unix
+    socket) is not."""
+    try:
+        return not ipaddress.ip_address(peer).is_loopback
+    except ValueError:
+        return False
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a Host header: name or address, maybe a port) names
     this machine."""
@@ -101,6 +125,21 @@ class Where:
     mount: str  # where the app is mounted: "" at the top
     scheme: str  # "http" or "https", as the server saw it
     host: str  # the Host header
+    peer: str = ""  # the address the request came from ("": unknown, a unix socket)
+    proxied: bool = False  # it carried a reverse proxy's headers (Forwarded...)
+
+    @property
+    def local_development(self) -> bool:
+        """Plain http from this machine to this machine, straight from the
+        browser: a loopback Host, no remote peer, no proxy in between. A
+        remote client cannot fake it: its peer address is its own, and
+        proxy headers it adds only keep ``Secure``."""
+        return (
+            self.scheme == "http"
+            and is_loopback(self.host)
+            and not is_remote_peer(self.peer)
+            and not self.proxied
+        )
 
 
 def cookie_morsel(options: SessionOptions, where: Where, value: str | None) -> Morsel[str]:
@@ -111,12 +150,14 @@ def cookie_morsel(options: SessionOptions, where: Where, value: str | None) -> M
     if options.domain:
         morsel["domain"] = options.domain
     # Not readable from scripts (XSS cannot steal it), not sent cross-site
-    # on subrequests or POSTs (CSRF), never over plain http unless asked for
-    # local development.
+    # on subrequests or POSTs (CSRF), never over plain http but in local
+    # development (where a Secure cookie from http://localhost is dropped
+    # by some browsers and by test clients, and the session with it).
     morsel["httponly"] = True
     morsel["samesite"] = options.same_site.capitalize()
-    local = where.scheme == "http" and is_loopback(where.host)
-    if not (options.insecure_local_http and local):
+    if options.insecure_local_http and where.local_development:
+        _explain_insecure_cookie(where.host)
+    else:
         morsel["secure"] = True
     if value is None:
         morsel["max-age"] = 0
@@ -124,3 +165,13 @@ def cookie_morsel(options: SessionOptions, where: Where, value: str | None) -> M
     elif options.max_age is not None:
         morsel["max-age"] = options.max_age
     return morsel
+
+
+@functools.cache
+def _explain_insecure_cookie(host: str) -> None:
+    """Says once per host why a cookie went out without ``Secure``."""
+    log.warning(
+        "session cookie sent without Secure to http://%s: plain http to a loopback host "
+        "is local development (SessionOptions(insecure_local_http=False) to always send Secure)",
+        host,
+    )

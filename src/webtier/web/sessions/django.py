@@ -24,8 +24,8 @@ from typing import Any
 from webtier._core.deadline import time_limit
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.sync import WebTier
-from webtier.web.sessions.adapter import Adapter
-from webtier.web.sessions.cookie import Where
+from webtier.web.sessions.adapter import Adapter, environ_headers
+from webtier.web.sessions.cookie import Where, came_through_proxy
 from webtier.web.sessions.outage import UNAVAILABLE_BODY
 from webtier.web.sessions.session import Session
 
@@ -52,7 +52,13 @@ class Middleware(Adapter[WebTier]):
         request.webtier_session = Session(self.tier, state)
         with time_limit(self.options.time_limit):
             response = self.get_response(request)
-        where = Where(meta.get("SCRIPT_NAME", ""), request.scheme, meta.get("HTTP_HOST", ""))
+        where = Where(
+            meta.get("SCRIPT_NAME", ""),
+            request.scheme,
+            meta.get("HTTP_HOST", ""),
+            peer=meta.get("REMOTE_ADDR", ""),
+            proxied=came_through_proxy(environ_headers(meta)),
+        )
         cookie = state.cookie_to_send(where)
         if cookie is not None:
             response.cookies[cookie.key] = cookie

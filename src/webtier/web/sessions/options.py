@@ -29,8 +29,13 @@ class SessionOptions:
     the server's idle and absolute timeouts decide how long the session
     lives. ``signing_keys``: HMAC-SHA256 keys of at least 32 bytes, the first
     signs, all verify (rotation: put the new key first, drop the old one once
-    its cookies are gone). ``insecure_local_http`` drops the ``Secure`` flag
-    only for plain-http requests to a loopback host (local development).
+    its cookies are gone). ``insecure_local_http`` (on by default) drops the
+    ``Secure`` flag, logging once why, for local development only: plain
+    http to a loopback host (``localhost``, ``*.localhost``, ``127.0.0.0/8``,
+    ``::1``) from no remote address and through no proxy (no ``Forwarded``
+    or ``X-Forwarded-*`` header); every other request gets ``Secure``. Set
+    it False to send ``Secure`` always (e.g. behind a proxy on this machine
+    that forwards a loopback Host and no proxy header).
     ``on_outage``: ``"fail"`` answers 503 to a request whose handler needs
     the session while Redis is unreachable; ``"anonymous"`` serves it as an
     anonymous visitor (writes still fail). ``refresh_after``: a request
@@ -46,7 +51,7 @@ class SessionOptions:
     domain: str | None = None
     max_age: int | None = 14 * 24 * 3600  # seconds
     same_site: Literal["lax", "strict"] = "lax"
-    insecure_local_http: bool = False
+    insecure_local_http: bool = True
     signing_keys: Sequence[bytes | str] = ()
     on_outage: Literal["fail", "anonymous"] = "fail"
     retry_after: int = 5  # seconds, in the 503's Retry-After

@@ -20,8 +20,8 @@ from typing import Any, TypeAlias
 from webtier._core.deadline import time_limit
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.sync import WebTier
-from webtier.web.sessions.adapter import Adapter, merge_headers
-from webtier.web.sessions.cookie import Where
+from webtier.web.sessions.adapter import Adapter, environ_headers, merge_headers
+from webtier.web.sessions.cookie import Where, came_through_proxy
 from webtier.web.sessions.options import SESSION_KEY, SessionOptions
 from webtier.web.sessions.outage import UNAVAILABLE_BODY
 from webtier.web.sessions.session import Session
@@ -40,6 +40,8 @@ def where(environ: Environ) -> Where:
         mount=environ.get("SCRIPT_NAME", ""),
         scheme=environ.get("wsgi.url_scheme", "http"),
         host=environ.get("HTTP_HOST") or environ.get("SERVER_NAME", ""),
+        peer=environ.get("REMOTE_ADDR", ""),
+        proxied=came_through_proxy(environ_headers(environ)),
     )
 
 

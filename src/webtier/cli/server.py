@@ -1,0 +1,114 @@
+"""``webtier server`` (run, ``status``, ``stop``) and ``webtier reset``: the
+embedded redis-server, shared by the webtier processes of a data directory.
+
+These commands act on the embedded server of ``--data-dir`` only, never on
+the Redis of ``--url`` (which may well point at that same server)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from webtier.cli.shared import SharedOptions, pass_options
+from webtier.cli.signals import stop_on_signals
+from webtier.embedded import EmbeddedRedis, default_data_dir, stop_server
+from webtier.embedded.status import server_status
+from webtier.errors import EmbeddedServerError
+from webtier.workers import ColdStop
+
+
+def data_dir_of(options: SharedOptions) -> Path:
+    return options.data_dir if options.data_dir is not None else default_data_dir()
+
+
+def joined(options: SharedOptions, port: int = 0) -> EmbeddedRedis:
+    """The embedded server, joined (started if need be); one line on failure."""
+    try:
+        return EmbeddedRedis(data_dir_of(options), port=port).start()
+    except EmbeddedServerError as error:
+        raise click.ClickException(str(error)) from error
+
+
+@click.group(invoke_without_command=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    help="Also listen on this TCP port, on 127.0.0.1 only [default: the unix socket only].",
+)
+@click.pass_context
+def server(ctx: click.Context, port: int) -> None:
+    """The embedded redis-server: run it until Ctrl-C, its status, stop it.
+
+    The server is shared: every webtier process using the same data
+    directory joins it, and the last one to leave stops it (its data saved).
+    This command keeps it running until Ctrl-C."""
+    if ctx.invoked_subcommand is not None:
+        return
+    options = ctx.find_object(SharedOptions)
+    assert options is not None  # set by the webtier group
+    embedded = joined(options, port)
+    try:
+        role = "started" if embedded.owner else "already running"
+        click.echo(f"{role}: export WEBTIER_REDIS_URL={embedded.url}")
+        if port:
+            click.echo(f"tcp: redis://127.0.0.1:{port}")
+        sys.stdout.flush()
+        stop = threading.Event()
+        with stop_on_signals(stop.set), contextlib.suppress(ColdStop):
+            while not stop.wait(1.0):
+                if not embedded.running:
+                    click.echo("the server was stopped (webtier server stop)", err=True)
+                    break
+    finally:
+        embedded.stop()
+
+
+@server.command()
+@pass_options
+def status(options: SharedOptions) -> None:
+    """Whether the embedded server runs: pid, socket, port, data, clients, memory."""
+    found = server_status(data_dir_of(options))
+    for line in found.lines():
+        click.echo(line)
+    if not found.running:
+        sys.exit(1)
+
+
+@server.command()
+@pass_options
+def stop(options: SharedOptions) -> None:
+    """Stop the embedded server now, whoever uses it (its data saved)."""
+    data_dir = data_dir_of(options)
+    if stop_server(data_dir):
+        click.echo(f"stopped; data saved in {data_dir}")
+    else:
+        click.echo(f"not running (data dir {data_dir})")
+
+
+@click.command()
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_options
+def reset(options: SharedOptions, yes: bool) -> None:
+    """Empty the embedded redis-server (never a --url server)."""
+    data_dir = data_dir_of(options)
+    if not yes:
+        question = f"Delete all the data of the embedded redis-server in {data_dir}?"
+        click.confirm(question, abort=True)
+    import redis
+
+    embedded = joined(options)
+    try:
+        client = redis.Redis(unix_socket_path=str(embedded.socket_path))
+        try:
+            keys = client.dbsize()
+            client.flushall()
+        finally:
+            client.close()
+    finally:
+        embedded.stop()
+    click.echo(f"deleted {keys} keys in {data_dir}")
