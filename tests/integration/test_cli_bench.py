@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,20 @@ def test_bench_measures_the_server_of_webtier_redis_url() -> None:
             assert "the bench needs databases 0 and 1 empty" in done.stderr
         assert client.get("precious") == b"1"
         webtier.disconnect(client)
+
+
+@pytest.mark.slow
+def test_client_processes_find_the_benchmarks_from_any_directory(tmp_path: Path) -> None:
+    # The client processes are spawned: they import the benchmarks from the
+    # parent's sys.path, not from the directory the bench was started in.
+    ran = subprocess.run(
+        [*BENCH, "--seconds", "0.2", "--repeat", "1", "--processes", "2", "--scale", "0.01"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "Traceback" not in ran.stderr
+    assert "webtier counters.record" in ran.stdout

@@ -2,13 +2,14 @@
 
 They are the top-level ``benchmarks`` package of the checkout. An editable
 install (``pip install -e '.[test]'``) puts only ``src/`` on ``sys.path``, so
-the package is imported from its place beside ``src/``, found from this
-file's own, without putting the checkout (and its ``tests``) on the path.
+the checkout, found from this file's own place, is appended to the path: last,
+so it never shadows an installed package, and on the path rather than loaded
+from a file, so the benchmark's client processes (started with ``spawn``,
+which hands them the parent's ``sys.path``) import it too.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -36,14 +37,9 @@ def load(where: Path | None) -> click.Command:
     """The ``bench`` group, from ``where`` unless a ``benchmarks`` package is
     already imported (the test suite, run from the checkout, imports it)."""
     if PACKAGE not in sys.modules and where is not None:
-        spec = importlib.util.spec_from_file_location(
-            PACKAGE, where / "__init__.py", submodule_search_locations=[str(where)]
-        )
-        if spec is None or spec.loader is None:  # pragma: no cover - a file, so a loader
-            raise click.ClickException(NOT_HERE)
-        package = importlib.util.module_from_spec(spec)
-        sys.modules[PACKAGE] = package
-        spec.loader.exec_module(package)
+        checkout = str(where.parent)
+        if checkout not in sys.path:
+            sys.path.append(checkout)
     try:
         from benchmarks.cli import bench
     except ModuleNotFoundError as error:
