@@ -13,16 +13,12 @@ test of a real component must run in CI, never skip.
 
 from __future__ import annotations
 
-import functools
 import os
-import threading
 import time
 import uuid
-from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import anyio
 import pytest
 import redis
 import redis.asyncio
@@ -30,8 +26,7 @@ import redis.asyncio.cluster
 import redis.cluster
 
 import webtier
-from webtier._core.facade import Part
-from webtier.embedded import bundled_redis_server, find_redis_server
+from tests.helpers import BINARIES, TARGETS, InThread, all_keys
 from webtier.testing import RedisCluster, RedisServer
 
 REQUIRE_ALL = os.environ.get("WEBTIER_REQUIRE_ALL") == "1"
@@ -51,20 +46,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 # -- servers --------------------------------------------------------------------------
-
-
-def _binaries() -> dict[str, str]:
-    chosen = os.environ.get("WEBTIER_TEST_REDIS_SERVER")
-    default = find_redis_server(chosen)
-    found = {"standalone": default}
-    bundled = bundled_redis_server()
-    if bundled and os.path.realpath(bundled) != os.path.realpath(default):
-        found["standalone-6.2"] = bundled
-    return found
-
-
-BINARIES = _binaries()
-TARGETS = [*BINARIES, "cluster"]
 
 
 @pytest.fixture(scope="session")
@@ -181,42 +162,6 @@ def tier(tier_factory: Any, config: webtier.Config) -> Any:
     return tier_factory(config)
 
 
-class InThread:
-    """Exposes a sync facade with awaitable methods, run in a worker thread,
-    so one async test body covers the sync API too."""
-
-    def __init__(self, wrapped: Any) -> None:
-        self._wrapped = wrapped
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._wrapped, name)
-        if isinstance(value, Part):
-            return InThread(value)
-        if callable(value) and not isinstance(value, type):
-
-            async def call(*args: Any, **kwargs: Any) -> Any:
-                return await anyio.to_thread.run_sync(functools.partial(value, *args, **kwargs))
-
-            return call
-        return value
-
-
-def all_keys(url: str, pattern: str) -> list[bytes]:
-    """Every key matching ``pattern`` on a server or on every cluster master."""
-    client = webtier.connect(url)
-    try:
-        if isinstance(client, redis.cluster.RedisCluster):
-            nodes = client.get_primaries()
-            return sorted(
-                key
-                for node in nodes
-                for key in client.scan_iter(match=pattern, count=1000, target_nodes=node)
-            )
-        return sorted(client.scan_iter(match=pattern, count=1000))
-    finally:
-        webtier.disconnect(client)
-
-
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -300,43 +245,3 @@ def conn(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Any]:
         client.delete(key)
     yield client
     webtier.disconnect(client)
-
-
-def wait_for(check: Callable[[], object], what: str, timeout: float = 30.0) -> None:
-    """Poll ``check`` until it is true; fail with ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
-class BackgroundLoad:
-    """Runs ``step`` over and over on a thread while the block runs, for the
-    fault tests: counts each outcome by the name ``step`` returns, and
-    ``"unavailable"`` when it raises RedisUnavailable (OutcomeUnknown
-    included); any other error is kept in ``errors`` and ends the load."""
-
-    def __init__(self, step: Callable[[], str]) -> None:
-        self.outcomes: Counter[str] = Counter()
-        self.errors: list[BaseException] = []
-        self._step = step
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.outcomes[self._step()] += 1
-            except webtier.RedisUnavailable:
-                self.outcomes["unavailable"] += 1
-            except BaseException as error:
-                self.errors.append(error)
-                return
-
-    def __enter__(self) -> BackgroundLoad:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import webtier
-from tests.integration.benchsmoke import run_smoke
+from tests.helpers import run_smoke
 from webtier.bench import _session_workloads as w
 from webtier.testing import RedisServer
 

@@ -21,7 +21,7 @@ from collections import defaultdict
 import pytest
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys
 from webtier._core.keys import shard_of
 from webtier.config import Config, CounterSettings, Precision
 

@@ -27,8 +27,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 import webtier
-from tests.conftest import BINARIES
-from tests.integration.sessionhelp import serving
+from tests.helpers import BINARIES, serving
 from webtier._core.keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, PageCacheSettings, RetryPolicy

@@ -15,9 +15,9 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.conftest import all_keys
-from tests.integration.rowhelp import (
+from tests.helpers import (
     Instrumented,
+    all_keys,
     db_row,
     delete_item,
     run_script,

@@ -22,7 +22,7 @@ import time
 import pytest
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys
 from webtier._core.keys import shard_of
 from webtier.config import Config, SessionSettings
 

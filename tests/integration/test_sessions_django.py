@@ -20,10 +20,8 @@ from django.urls import path
 from django.views.decorators.http import require_POST
 
 import webtier
-from tests.conftest import BINARIES
 from tests.faults.figures import FIGURES
-from tests.integration.sessionhelp import serving
-from tests.integration.sessionshop import described, visit
+from tests.helpers import BINARIES, described, serving, visit
 from webtier.config import RetryPolicy
 from webtier.testing import RedisCluster, RedisServer
 

@@ -12,7 +12,7 @@ import pytest
 from redis.crc import key_slot
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys
 from webtier._ops import stats as stats_ops
 from webtier.config import Config, StatsSettings
 from webtier.errors import InvalidInput

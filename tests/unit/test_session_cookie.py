@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import drive
 from webtier.config import Config, SessionSettings
 from webtier.errors import ConfigError, LateCookie, RedisUnavailable, UnknownSession
 from webtier.web import _sessions as flows
@@ -190,17 +191,7 @@ def state(cookie: str | None = f"webtier_session={TOKEN}", **settings: Any) -> S
 def run(flow: flows.Flow[Any], replies: dict[str, Any]) -> tuple[Any, list[Ask]]:
     """Runs ``flow``, answering each call from ``replies`` by method name (an
     exception is raised into the flow)."""
-    asked = []
-    reply: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            ask = flow.send(reply) if error is None else flow.throw(error)
-        except StopIteration as stop:
-            return stop.value, asked
-        asked.append(ask)
-        answer = replies[f"{ask.part}.{ask.method}"]
-        reply, error = (None, answer) if isinstance(answer, BaseException) else (answer, None)
+    return drive(flow, lambda ask: replies[f"{ask.part}.{ask.method}"])
 
 
 def info(user: str | None = "ann", idle: float = 0.0) -> Any:
@@ -319,20 +310,8 @@ def test_a_forged_cookie_is_cleared_without_any_call() -> None:
 def test_a_write_to_a_session_that_ended_meanwhile_goes_to_a_new_one() -> None:
     live = state()
     new = secrets.token_urlsafe(32)
-    asks = iter([info(), UnknownSession("gone"), new, None])
-
-    def answer(flow: flows.Flow[Any]) -> list[Ask]:
-        asked, reply, error = [], None, None
-        while True:
-            try:
-                ask = flow.send(reply) if error is None else flow.throw(error)
-            except StopIteration:
-                return asked
-            asked.append(ask)
-            value = next(asks)
-            reply, error = (None, value) if isinstance(value, Exception) else (value, None)
-
-    asked = answer(flows.update(live, {"a": 1}))
+    answers = [info(), UnknownSession("gone"), new, None]
+    asked = drive(flows.update(live, {"a": 1}), answers).steps
     assert [a.method for a in asked] == ["info", "update", "new", "update"]
     assert asked[-1].args == (new, {"a": 1})
     assert dict(live.response_headers(HTTPS))["set-cookie"].startswith(f"webtier_session={new};")
