@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -71,9 +72,56 @@ def replicated() -> Iterator[RedisCluster]:
         yield running
 
 
-@pytest.fixture(params=TARGETS)
+# -- which targets and APIs a test runs on ------------------------------------------------
+
+# Every test on every target and API, as before the matrix marker existed
+# (for a change to the transport, or a weekly run): WEBTIER_FULL_MATRIX=1.
+FULL_MATRIX = os.environ.get("WEBTIER_FULL_MATRIX") == "1"
+APIS = ["sync", "async"]
+
+
+@pytest.fixture
 def target(request: pytest.FixtureRequest) -> str:
+    """The Redis target of this test (parametrized by pytest_generate_tests)."""
     return str(request.param)
+
+
+@pytest.fixture
+def api(request: pytest.FixtureRequest) -> str:
+    """The API of this test, ``sync`` or ``async`` (parametrized by
+    pytest_generate_tests)."""
+    return str(request.param)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``target`` and ``api`` for every test that uses them (through
+    ``tier``, ``redis_url``...): a ``matrix`` test on every target and both
+    APIs, any other test once, on standalone through one API. A test that
+    parametrizes ``target`` or ``api`` itself keeps its own choice."""
+    definition = metafunc.definition
+    marks = {mark.name for mark in definition.iter_markers()}
+    own = {
+        name.strip()
+        for mark in definition.iter_markers("parametrize")
+        for name in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])
+    }
+    everywhere = FULL_MATRIX or "matrix" in marks
+    if "target" in metafunc.fixturenames and "target" not in own:
+        if "onlycluster" in marks:
+            targets = ["cluster"]
+        elif everywhere:
+            targets = [t for t in TARGETS if not (t == "cluster" and "onlynoncluster" in marks)]
+        else:
+            targets = ["standalone"]
+        metafunc.parametrize("target", targets, indirect=True)
+    if "api" in metafunc.fixturenames and "api" not in own:
+        metafunc.parametrize("api", APIS if everywhere else [one_api(definition)], indirect=True)
+
+
+def one_api(definition: pytest.Function) -> str:
+    """The API a test runs once through: half the tests of a module each,
+    by a hash of the test's name (stable when other tests come and go)."""
+    return APIS[zlib.crc32(definition.originalname.encode()) % 2]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -128,11 +176,6 @@ async def async_client(redis_url: str) -> AsyncIterator[Any]:
     client = webtier.connect_async(redis_url)
     yield client
     await client.aclose()
-
-
-@pytest.fixture(params=["sync", "async"])
-def api(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture

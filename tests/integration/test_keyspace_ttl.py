@@ -188,6 +188,7 @@ async def write_rows(
 
 
 @pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+@pytest.mark.matrix
 async def test_every_key_expires_or_is_listed_with_its_bound(
     tier_factory: Any, api: str, prefix: str, redis_url: str, database: sa.Engine
 ) -> None:

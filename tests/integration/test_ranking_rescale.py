@@ -42,6 +42,7 @@ def new_period(client: Any, config: Config) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.matrix
 async def test_rescale_keeps_the_most_viewed_and_halves_once(
     tier_factory: Any, config: Config, client: Any
 ) -> None:
@@ -120,6 +121,7 @@ def test_a_longer_interval_neither_halves_again_nor_stops_rescaling(
 # -- many rescalers at once ---------------------------------------------------------------
 
 
+@pytest.mark.matrix
 def test_rescalers_in_threads_halve_once(redis_url: str, config: Config, client: Any) -> None:
     config = with_ranking(config, interval=WEEK)
     client.zadd(config.keys.viewed, {"a": 2**40, "b": 2**20})
@@ -279,6 +281,7 @@ def test_a_rescale_retried_through_a_stall_halves_once(config: Config) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.matrix
 async def test_with_no_worker_the_ranking_stays_bounded_and_expires(
     tier_factory: Any, config: Config, client: Any
 ) -> None:
