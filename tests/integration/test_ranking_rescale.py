@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import webtier
+from tests.helpers import all_keys, stall
 from webtier import book
 from webtier.config import Config, RankingSettings
 from webtier.workers import JOBS, AsyncWorker, Worker
@@ -214,7 +215,6 @@ async def test_the_async_worker_runs_the_job(redis_url: str, config: Config, cli
 
 @pytest.fixture
 def book_conn(redis_url: str) -> Iterator[Any]:
-    from tests.helpers import all_keys
 
     conn = webtier.connect(redis_url, decode_responses=True)
     for key in all_keys(redis_url, "webtier:*"):  # the book's functions use the default prefix
@@ -254,7 +254,6 @@ def test_book_functions(book_conn: Any) -> None:
 
 
 def test_a_rescale_retried_through_a_stall_halves_once(config: Config) -> None:
-    from tests.helpers import stall
     from webtier.testing import RedisServer
 
     config = dataclasses.replace(

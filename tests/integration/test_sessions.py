@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 import webtier
-from tests.helpers import all_keys
+from tests.helpers import all_keys, sampled_pick
 from webtier._ops import sessions as session_ops
 from webtier.config import SessionSettings
 from webtier.errors import (
@@ -384,7 +384,6 @@ async def test_the_cleaner_keeps_exactly_the_newest_of_many(tier_factory: Any, c
 
 @pytest.mark.matrix
 def test_the_pick_script_answers_as_the_cleaner_reads_it(sync_client: Any, prefix: str) -> None:
-    from tests.helpers import sampled_pick
 
     key = f"{prefix}:{{s:0}}:recent"
     seconds, _ = sync_client.time()

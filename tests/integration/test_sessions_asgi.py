@@ -24,6 +24,7 @@ from tests.helpers import (
     cookie_value,
     fastapi_shop,
     set_cookies,
+    stall,
     starlette_shop,
     target_servers,
     uvicorn_serving,
@@ -208,7 +209,6 @@ async def test_an_outage_can_serve_visitors_as_anonymous(
 async def test_a_stalled_server_answers_503_not_a_hang_or_a_500(
     own_server: RedisServer, prefix: str
 ) -> None:
-    from tests.helpers import stall
 
     app, client = outage_shop(own_server, prefix)
     async with shop_client(app) as http:
