@@ -113,10 +113,12 @@ def api(request: pytest.FixtureRequest) -> str:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize ``target`` and ``api`` for every test that uses them (through
-    ``tier``, ``redis_url``...): a ``matrix`` test on every target and both
-    APIs, any other test once, on standalone through one API. A test that
-    parametrizes ``target`` or ``api`` itself keeps its own choice."""
+    """Parametrize ``target``, ``api`` and ``database`` for every test that
+    uses them (through ``tier``, ``redis_url``...): a ``matrix`` test on every
+    target and both APIs, any other test once, on standalone through one API.
+    The SQL database is another axis: every test runs on SQLite and
+    PostgreSQL, a matrix test on PostgreSQL once (standalone, one API). A
+    test that parametrizes one of them itself keeps its own choice."""
     definition = metafunc.definition
     marks = {mark.name for mark in definition.iter_markers()}
     own = {
@@ -124,17 +126,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for mark in definition.iter_markers("parametrize")
         for name in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])
     }
+    axes = [n for n in ("target", "api", "database") if n in metafunc.fixturenames and n not in own]
+    if not axes:
+        return
     everywhere = FULL_MATRIX or "matrix" in marks
-    if "target" in metafunc.fixturenames and "target" not in own:
-        if "onlycluster" in marks:
-            targets = ["cluster"]
-        elif everywhere:
-            targets = [t for t in TARGETS if not (t == "cluster" and "onlynoncluster" in marks)]
-        else:
-            targets = ["standalone"]
-        metafunc.parametrize("target", targets, indirect=True)
-    if "api" in metafunc.fixturenames and "api" not in own:
-        metafunc.parametrize("api", APIS if everywhere else [one_api(definition)], indirect=True)
+    if "onlycluster" in marks:
+        targets = ["cluster"]
+    elif everywhere:
+        targets = [t for t in TARGETS if not (t == "cluster" and "onlynoncluster" in marks)]
+    else:
+        targets = ["standalone"]
+    apis = APIS if everywhere else [one_api(definition)]
+    once = {"target": targets[0], "api": one_api(definition), "database": "postgresql"}
+    runs = [
+        {"target": target, "api": api, "database": "sqlite"} for target in targets for api in apis
+    ]
+    if everywhere and not FULL_MATRIX:
+        runs.append(once)  # PostgreSQL once: the SQL side is the same on every target
+    else:
+        runs += [{**run, "database": "postgresql"} for run in runs]
+    chosen = list(dict.fromkeys(tuple(run[axis] for axis in axes) for run in runs))
+    ids = ["-".join(values) for values in chosen]
+    metafunc.parametrize(axes, chosen, indirect=True, ids=ids)
 
 
 def one_api(definition: pytest.Function) -> str:
@@ -253,7 +266,7 @@ def postgres_url() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture
 def database(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
     """An empty SQL database of this test's own, as a SQLAlchemy Engine:
     a SQLite file, or a schema of its own in the session's PostgreSQL."""

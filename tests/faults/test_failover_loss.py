@@ -39,7 +39,7 @@ from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisCluster, RedisServer
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
 
 FILLER = 24  # MB written behind the replica's back: more than the link's socket buffers
 

@@ -29,7 +29,7 @@ from tests.helpers import Instrumented, seed, set_stock
 from webtier.config import Config
 from webtier.pgserver import PostgresServer
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
 
 
 @pytest.fixture(scope="module")

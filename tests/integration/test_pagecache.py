@@ -332,7 +332,6 @@ async def test_every_page_cache_key_expires_by_itself(
     assert max(lives.values()) <= longest
 
 
-@pytest.mark.matrix
 async def test_a_generation_that_expired_still_fences_a_render_in_flight(
     tier_factory: Any, prefix: str, redis_url: str
 ) -> None:
