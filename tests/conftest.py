@@ -33,6 +33,7 @@ test modules live in ``tests/helpers.py``, fixtures here.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 import zlib
@@ -76,10 +77,83 @@ def servers() -> Iterator[dict[str, RedisServer]]:
         server.stop()
 
 
+class StartedAside:
+    """A cluster started on a thread of its own as soon as the tests are
+    collected, so that its start-up (mostly waiting for the nodes to agree)
+    overlaps the first tests. The thread lives as long as the cluster: its
+    servers die with the thread that started them (PR_SET_PDEATHSIG)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._value: RedisCluster | None = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cluster-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with RedisCluster.start(BINARIES["standalone"], **self._options) as running:
+                self._value = running
+                self._ready.set()
+                self._done.wait()
+        except BaseException as error:
+            self._error = error
+        finally:
+            self._ready.set()
+
+    def get(self) -> RedisCluster:
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(60)
+
+
+CLUSTERS: dict[str, StartedAside] = {}
+CLUSTER_OPTIONS: dict[str, dict[str, Any]] = {
+    "cluster": {},
+    # The fault tests': failing over 2 s after a master goes silent.
+    "replicated": {"node_timeout": 2000},
+}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the clusters the selected tests need, aside."""
+    wanted = set()
+    for item in session.items:
+        params = getattr(item, "callspec", None)
+        if params is not None and params.params.get("target") == "cluster":
+            wanted.add("cluster")
+        if "replicated" in getattr(item, "fixturenames", ()):
+            wanted.add("replicated")
+    for name in sorted(wanted):
+        CLUSTERS[name] = StartedAside(**CLUSTER_OPTIONS[name])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for started in CLUSTERS.values():
+        started.stop()
+
+
+def _cluster(name: str) -> Iterator[RedisCluster]:
+    started = CLUSTERS.get(name)
+    if started is not None:
+        yield started.get()
+        return
+    with RedisCluster.start(BINARIES["standalone"], **CLUSTER_OPTIONS[name]) as running:
+        yield running
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[RedisCluster]:
-    with RedisCluster.start(BINARIES["standalone"]) as running:
-        yield running
+    """3 masters with a replica each (started aside: see StartedAside)."""
+    yield from _cluster("cluster")
 
 
 @pytest.fixture(scope="session")
@@ -87,8 +161,7 @@ def replicated() -> Iterator[RedisCluster]:
     """A Cluster of the fault tests': 3 masters with a replica each, failing
     over 2 s after a master goes silent. A test that kills a master leaves
     the Cluster whole again (the master back, as a replica)."""
-    with RedisCluster.start(BINARIES["standalone"], node_timeout=2000) as running:
-        yield running
+    yield from _cluster("replicated")
 
 
 # -- which targets and APIs a test runs on ------------------------------------------------

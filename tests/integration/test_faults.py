@@ -143,6 +143,7 @@ def _owner_and_replica(cluster: RedisCluster, key: str) -> tuple[RedisServer, Re
     raise AssertionError(f"slot {slot} is not served")
 
 
+@pytest.mark.slow  # a failover on a Cluster of its own: CI, not the quick run
 def test_graceful_failover_moves_and_reloads_scripts(own_cluster: RedisCluster) -> None:
     client = webtier.connect(own_cluster.url)
     tier = webtier.WebTier(client, Config(prefix="fo"))
@@ -163,6 +164,7 @@ def test_graceful_failover_moves_and_reloads_scripts(own_cluster: RedisCluster) 
     webtier.disconnect(client)
 
 
+@pytest.mark.slow  # a failover on a Cluster of its own: CI, not the quick run
 def test_a_killed_master_is_replaced_and_writes_resume(own_cluster: RedisCluster) -> None:
     client = webtier.connect(own_cluster.url, socket_timeout=1)
     tier = webtier.WebTier(client, Config(prefix="kill", retry=RetryPolicy(attempts=2)))
