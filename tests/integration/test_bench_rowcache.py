@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from webtier.bench.cli import bench
 from webtier.testing import RedisServer
 
-pytestmark = [pytest.mark.needs_redis, pytest.mark.slow]  # worker pools, timed loops: CI only
+pytestmark = pytest.mark.needs_redis
 
 ROWS = {
     "refresh, 100 due, SQLite",

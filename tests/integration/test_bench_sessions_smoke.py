@@ -15,7 +15,7 @@ from tests.helpers import run_smoke
 from webtier.bench import _session_workloads as w
 from webtier.testing import RedisServer
 
-pytestmark = [pytest.mark.needs_redis, pytest.mark.slow]  # worker pools, timed loops: CI only
+pytestmark = pytest.mark.needs_redis
 
 ROWS = [
     "touch with an item",

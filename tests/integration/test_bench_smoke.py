@@ -13,7 +13,7 @@ import pytest
 from tests.helpers import run_smoke
 from webtier.testing import RedisServer
 
-pytestmark = [pytest.mark.needs_redis, pytest.mark.slow]  # worker pools, timed loops: CI only
+pytestmark = pytest.mark.needs_redis
 
 ROWS = [
     "record, unbatched",

@@ -126,7 +126,6 @@ async def test_failures_are_counted_apart(tier: Any) -> None:
     assert (summary.count, summary.errors) == (2, 1)
 
 
-@pytest.mark.matrix
 async def test_periods_roll_over_on_the_servers_clock_and_merge(
     tier_factory: Any, prefix: str, redis_url: str
 ) -> None:
