@@ -22,7 +22,11 @@ Which targets and APIs a test runs on (``pytest_generate_tests``):
   the web adapters' HTTP behaviour, benchmark smoke runs) needs no more.
 * ``onlycluster`` / ``onlynoncluster`` restrict the targets of either kind
   (an unmarked ``onlycluster`` test runs once, on the Cluster).
-* a test that parametrizes ``target`` or ``api`` itself keeps its choice.
+* the SQL database (``database``) is an axis of its own: SQLite and
+  PostgreSQL for every test, but a matrix test's other targets and API run
+  on SQLite only (the SQL side does not change with the Redis target).
+* a test that parametrizes ``target``, ``api`` or ``database`` itself keeps
+  its choice.
 * ``WEBTIER_FULL_MATRIX=1`` runs every test on every target and API.
 
 With ``WEBTIER_REQUIRE_ALL=1`` (set by ``.ci/run``) a skipped test fails: a
