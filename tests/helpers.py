@@ -22,6 +22,8 @@ import contextlib
 import functools
 import json
 import math
+import multiprocessing
+import multiprocessing.pool
 import os
 import socket
 import threading
@@ -208,6 +210,30 @@ class InThread:
 
             return call
         return value
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+
+def _pid_after(pause: float) -> int:
+    time.sleep(pause)  # held a moment, so that each idle process takes one call
+    return os.getpid()
+
+
+@contextlib.contextmanager
+def spawned_pool(processes: int) -> Iterator[multiprocessing.pool.Pool]:
+    """A pool of ``processes`` spawned processes (a fork would copy the test's
+    threads and sockets), each of them started and past its imports: work
+    handed out now begins within a moment, even on a busy machine."""
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        seen: set[int] = set()
+        for _ in range(100):
+            seen.update(pool.map(_pid_after, [0.1] * processes, chunksize=1))
+            if len(seen) >= processes:
+                break
+        else:
+            raise RuntimeError(f"only {len(seen)} of {processes} processes started")
+        yield pool
 
 
 # -- faults ----------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ rescalers at once (threads and processes) halving once per period."""
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import threading
 import time
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 import webtier
-from tests.helpers import all_keys, stall
+from tests.helpers import all_keys, spawned_pool, stall
 from webtier import book
 from webtier.config import Config, RankingSettings
 from webtier.workers import JOBS, AsyncWorker, Worker
@@ -171,9 +170,9 @@ def test_rescalers_in_processes_halve_once_per_period(
     redis_url: str, config: Config, client: Any
 ) -> None:
     client.zadd(config.keys.viewed, {"a": 2**60})
-    start = time.time() + 5  # spawned processes take a moment
-    until = start + 4.5  # several one-second periods
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
+    with spawned_pool(4) as pool:
+        start = time.time() + 1  # every process begins together, its client built
+        until = start + 4.5  # several one-second periods
         runs = [
             pool.apply_async(_rescale_until, (redis_url, config.prefix, start, until))
             for _ in range(4)
