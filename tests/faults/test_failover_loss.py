@@ -33,13 +33,13 @@ import webtier
 from tests.faults.drivers import serving, wait_role
 from tests.faults.figures import Figures
 from tests.faults.harness import eventually
-from tests.integration.rowhelp import Instrumented, seed, set_stock
+from tests.helpers import Instrumented, seed, set_stock
 from webtier._core.keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisCluster, RedisServer
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
 
 FILLER = 24  # MB written behind the replica's back: more than the link's socket buffers
 

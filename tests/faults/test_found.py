@@ -14,7 +14,7 @@ from werkzeug.test import Client
 
 import webtier
 from tests.faults.workloads import Catalog, wsgi_app
-from tests.integration.test_faults import stall
+from tests.helpers import stall
 from webtier._core.protocol import Call
 from webtier._ops import pagecache
 from webtier.config import Config, PageCacheSettings, RetryPolicy

@@ -35,7 +35,7 @@ from tests.faults.servers import DURABLE, start_server
 from tests.faults.workloads import CAPABILITIES, Env, Ranking
 from webtier.testing import RedisCluster
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
 
 
 @pytest.mark.parametrize("fault", STANDALONE_FAULTS)

@@ -25,11 +25,11 @@ from tests.faults.figures import Figures
 from tests.faults.runner import run
 from tests.faults.servers import DURABLE, start_server
 from tests.faults.workloads import Rows
-from tests.integration.rowhelp import Instrumented, seed, set_stock
+from tests.helpers import Instrumented, seed, set_stock
 from webtier.config import Config
 from webtier.testing.pgserver import PostgresServer
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from tests.faults.workloads import Counters, Sessions
 from webtier.config import Config
 from webtier.testing import RedisServer
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
 
 NOW = 1_700_000_000
 

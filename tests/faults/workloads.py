@@ -33,9 +33,8 @@ from starlette.routing import Route
 from werkzeug.test import Client
 
 import webtier
-from tests.conftest import all_keys
 from tests.faults.harness import Ledger, Loader, eventually
-from tests.integration.rowhelp import seed, set_stock
+from tests.helpers import all_keys, seed, set_stock
 from webtier._core.keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy

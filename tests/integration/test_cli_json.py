@@ -14,8 +14,7 @@ import jsonschema
 import pytest
 
 import webtier
-from tests.conftest import wait_for
-from tests.integration.clihelp import webtier_cli
+from tests.helpers import wait_for, webtier_cli
 from webtier.cli import main
 from webtier.cli.output import schema
 from webtier.workers import Worker

@@ -13,7 +13,6 @@ names go idle for longer than their retention and come back. At the end:
 
 from __future__ import annotations
 
-import multiprocessing
 import random
 import time
 from collections import defaultdict
@@ -21,7 +20,7 @@ from collections import defaultdict
 import pytest
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys, spawned_pool
 from webtier._core.keys import shard_of
 from webtier.config import Config, CounterSettings, Precision
 
@@ -89,10 +88,9 @@ def _cleaner(url: str, prefix: str, start: float, until: float) -> tuple[int, in
 
 @pytest.mark.slow
 def test_writers_and_two_cleaners_lose_nothing(redis_url: str, prefix: str) -> None:
-    start = time.time() + 8  # spawned processes take a moment, more on a busy machine
-    until = start + SECONDS
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(WRITERS + 3) as pool:
+    with spawned_pool(WRITERS + 3) as pool:
+        start = time.time() + 1  # every process begins together, its client built
+        until = start + SECONDS
         writers = [
             pool.apply_async(_writer, (redis_url, prefix, start, until, index == 0, index))
             for index in range(WRITERS)

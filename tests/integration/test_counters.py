@@ -10,7 +10,7 @@ import redis.cluster
 from redis.crc import key_slot
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys
 from webtier._core.keys import shard_of
 from webtier.config import Config, CounterSettings, Precision
 from webtier.errors import InvalidInput
@@ -24,6 +24,7 @@ def slice_of(now: float, precision: int) -> int:
     return int(now // precision) * precision
 
 
+@pytest.mark.matrix
 async def test_record_lands_in_the_slice_of_every_precision(tier: Any) -> None:
     await tier.counters.record("hits:/home", 3, now=NOW)
     await tier.counters.record("hits:/home", 2, now=NOW + 0.5)
@@ -86,6 +87,7 @@ NAMES = [
 ]
 
 
+@pytest.mark.matrix
 async def test_names_with_any_ordinary_characters_work_and_never_share_data(tier: Any) -> None:
     for index, name in enumerate(NAMES, start=1):
         await tier.counters.record(name, index, now=NOW)
@@ -117,6 +119,7 @@ async def test_unknown_counter_reads_empty_and_unknown_precision_is_refused(tier
         await tier.counters.get("never", 7)
 
 
+@pytest.mark.matrix
 async def test_only_the_newest_slices_are_kept_even_without_a_cleaner(
     tier_factory: Any, prefix: str
 ) -> None:
@@ -130,6 +133,7 @@ async def test_only_the_newest_slices_are_kept_even_without_a_cleaner(
     assert await tier.counters.get("c", 1) == [(base + s, s + 1) for s in range(6, 10)]
 
 
+@pytest.mark.matrix
 async def test_every_key_expires_by_itself(tier: Any, redis_url: str, prefix: str) -> None:
     await tier.counters.record("ttl", now=time.time())
     client = webtier.connect(redis_url)
@@ -143,6 +147,7 @@ async def test_every_key_expires_by_itself(tier: Any, redis_url: str, prefix: st
         webtier.disconnect(client)
 
 
+@pytest.mark.matrix
 async def test_the_index_forgets_names_whose_data_all_expired(
     tier: Any, redis_url: str, prefix: str
 ) -> None:
@@ -158,6 +163,7 @@ async def test_the_index_forgets_names_whose_data_all_expired(
         webtier.disconnect(client)
 
 
+@pytest.mark.matrix
 async def test_clean_drops_old_slices_and_unlists_empty_counters(
     tier_factory: Any, prefix: str
 ) -> None:
@@ -191,6 +197,7 @@ async def test_clean_respects_the_schedule_of_slow_precisions(
     assert await tier.counters.names() == []
 
 
+@pytest.mark.matrix
 async def test_scripts_are_reloaded_after_a_script_flush(tier: Any, redis_url: str) -> None:
     await tier.counters.record("s", now=NOW)
     client = webtier.connect(redis_url)

@@ -6,40 +6,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import redis
 
 import webtier
+from tests.helpers import servers_for, wait_until
 from webtier.embedded import EmbeddedRedis, bundled_redis_server
 from webtier.errors import EmbeddedServerError
-
-
-def servers_for(socket_path: Path) -> list[int]:
-    """Pids of redis-server processes serving ``socket_path``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        # redis-server rewrites its title to "redis-server unixsocket:<path>".
-        if b"redis-server" in cmdline and str(socket_path).encode() in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-def wait_until(check: object, seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_starts_persists_and_stops(tmp_path: Path) -> None:

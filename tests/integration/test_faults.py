@@ -6,7 +6,6 @@ These tests start servers of their own: they stall, kill and restart them.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Iterator
 
@@ -16,7 +15,7 @@ import redis.asyncio
 from redis.crc import key_slot
 
 import webtier
-from tests.conftest import BackgroundLoad, wait_for
+from tests.helpers import BackgroundLoad, stall, wait_for
 from webtier._core.keys import shard_of
 from webtier.config import Config, RetryPolicy
 from webtier.embedded import find_redis_server
@@ -31,27 +30,6 @@ NOW = 1_700_000_000
 def server() -> Iterator[RedisServer]:
     with RedisServer.start() as running:
         yield running
-
-
-class Stall:
-    """Blocks the server for ``seconds`` with DEBUG SLEEP, sent synchronously
-    on a socket of its own, so the stall is certain to have begun before the
-    test goes on, however loaded the machine is."""
-
-    def __init__(self, server: RedisServer, seconds: float) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", server.port))
-        self.sock.sendall(f"DEBUG SLEEP {seconds}\r\n".encode())
-        time.sleep(0.2)  # an idle server picks it up at once
-
-    def join(self) -> None:
-        """Wait for the end of the stall."""
-        self.sock.settimeout(60)
-        assert self.sock.recv(16).startswith(b"+OK")
-        self.sock.close()
-
-
-def stall(server: RedisServer, seconds: float) -> Stall:
-    return Stall(server, seconds)
 
 
 def total(server: RedisServer, prefix: str, name: str) -> int:
@@ -165,6 +143,7 @@ def _owner_and_replica(cluster: RedisCluster, key: str) -> tuple[RedisServer, Re
     raise AssertionError(f"slot {slot} is not served")
 
 
+@pytest.mark.slow  # a failover on a Cluster of its own: CI, not the quick run
 def test_graceful_failover_moves_and_reloads_scripts(own_cluster: RedisCluster) -> None:
     client = webtier.connect(own_cluster.url)
     tier = webtier.WebTier(client, Config(prefix="fo"))
@@ -185,6 +164,7 @@ def test_graceful_failover_moves_and_reloads_scripts(own_cluster: RedisCluster) 
     webtier.disconnect(client)
 
 
+@pytest.mark.slow  # a failover on a Cluster of its own: CI, not the quick run
 def test_a_killed_master_is_replaced_and_writes_resume(own_cluster: RedisCluster) -> None:
     client = webtier.connect(own_cluster.url, socket_timeout=1)
     tier = webtier.WebTier(client, Config(prefix="kill", retry=RetryPolicy(attempts=2)))

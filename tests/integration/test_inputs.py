@@ -22,7 +22,8 @@ Unicode normalisation say, must never share data, in every capability
 that keys data by a name.
 
 The bulk runs on the default standalone server; a smaller run on the
-Cluster, where keys and slots matter.
+Cluster, where keys and slots matter. The two runs take turns over the
+sync and asyncio facades (:func:`by_turns`): each method goes through both.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import webtier
-from tests.integration.rowhelp import seed
+from tests.helpers import seed
 from webtier import book
 from webtier._core.facade import Part
 from webtier._core.keys import check_name
@@ -388,14 +389,21 @@ async def _fuzz(world: World, method: str, examples: int) -> None:
     await hypothesize(spec.calls(), call, examples)
 
 
+def by_turns(names: list[str], first: int) -> list[tuple[str, str]]:
+    """Each name with the API it runs through, the two taking turns: the
+    standalone run starts with sync, the Cluster run with asyncio, so every
+    method is fuzzed through both facades."""
+    return [(name, ("sync", "async")[(first + i) % 2]) for i, name in enumerate(names)]
+
+
 @pytest.mark.parametrize("target", ["standalone"], indirect=True)
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(("method", "api"), by_turns(METHODS, 0), indirect=["api"])
 async def test_every_input_is_accepted_or_refused(world: World, method: str) -> None:
     await _fuzz(world, method, STANDALONE_EXAMPLES)
 
 
 @pytest.mark.parametrize("target", ["cluster"], indirect=True)
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(("method", "api"), by_turns(METHODS, 1), indirect=["api"])
 async def test_every_input_is_accepted_or_refused_on_cluster(world: World, method: str) -> None:
     await _fuzz(world, method, CLUSTER_EXAMPLES)
 
@@ -588,12 +596,12 @@ async def _distinct(world: World, capability: str, examples: int) -> None:
 
 
 @pytest.mark.parametrize("target", ["standalone"], indirect=True)
-@pytest.mark.parametrize("capability", sorted(SHARING))
+@pytest.mark.parametrize(("capability", "api"), by_turns(sorted(SHARING), 0), indirect=["api"])
 async def test_distinct_names_never_share_data(world: World, capability: str) -> None:
     await _distinct(world, capability, STANDALONE_EXAMPLES // 2)
 
 
 @pytest.mark.parametrize("target", ["cluster"], indirect=True)
-@pytest.mark.parametrize("capability", sorted(SHARING))
+@pytest.mark.parametrize(("capability", "api"), by_turns(sorted(SHARING), 1), indirect=["api"])
 async def test_distinct_names_never_share_data_on_cluster(world: World, capability: str) -> None:
     await _distinct(world, capability, CLUSTER_EXAMPLES)

@@ -20,9 +20,8 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.conftest import InThread, all_keys
-from tests.integration.rowhelp import run_script, seed, take_load
-from webtier._core.protocol import Call, Op, ScriptCall
+from tests.helpers import all_keys, run_op, run_script, seed, take_load
+from webtier._core.protocol import Call, ScriptCall
 from webtier._ops import pagecache as page_ops
 from webtier._ops import workers as liveness
 from webtier.config import Config, RowSettings
@@ -105,13 +104,6 @@ def check_keyspace(redis_url: str, prefix: str) -> set[str]:
         webtier.disconnect(client)
     assert not unbounded, f"keys without a TTL or a listed bound: {unbounded}"
     return seen
-
-
-async def run_op(tier: Any, op: Op[Any]) -> Any:
-    """Run an operation on the tier's own transport, on either API."""
-    if isinstance(tier, InThread):
-        return await anyio.to_thread.run_sync(tier._wrapped.transport.run, op)
-    return await tier.transport.run(op)
 
 
 def plan_of(config: Config, url: str, rules: PageRules) -> Any:
@@ -198,6 +190,7 @@ async def write_rows(
 
 
 @pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+@pytest.mark.matrix
 async def test_every_key_expires_or_is_listed_with_its_bound(
     tier_factory: Any, api: str, prefix: str, redis_url: str, database: sa.Engine
 ) -> None:

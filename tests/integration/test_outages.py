@@ -27,8 +27,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 import webtier
-from tests.conftest import BINARIES
-from tests.integration.sessionhelp import serving
+from tests.helpers import BINARIES, serving
 from webtier._core.keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, PageCacheSettings, RetryPolicy
@@ -407,6 +406,7 @@ def test_flask_on_a_hung_server_answers_within_its_limit(server: RedisServer) ->
             assert time.monotonic() - began < 2 * 1.0 * SLACK
 
 
+@pytest.mark.slow  # a Cluster of its own, nodes killed or stopped: CI only
 @pytest.mark.anyio
 async def test_asyncio_cluster_never_reports_an_unsent_write_as_maybe_applied() -> None:
     # Kept connections to a master that was killed and came back: the write
@@ -454,6 +454,7 @@ def session_away_from(tier: webtier.WebTier, cluster: RedisCluster, *down: Redis
             return token
 
 
+@pytest.mark.slow  # a Cluster of its own, nodes killed or stopped: CI only
 def test_a_touch_whose_view_fails_says_the_session_was_touched(cluster: RedisCluster) -> None:
     client = webtier.connect(cluster.url, socket_timeout=1)
     tier = webtier.WebTier(client, config("split", retry=RETRY))
@@ -467,6 +468,7 @@ def test_a_touch_whose_view_fails_says_the_session_was_touched(cluster: RedisClu
     webtier.disconnect(client)
 
 
+@pytest.mark.slow  # a Cluster of its own, nodes killed or stopped: CI only
 @pytest.mark.anyio
 async def test_the_middleware_serves_the_page_when_only_the_view_was_lost(
     cluster: RedisCluster,
@@ -494,6 +496,7 @@ def session_keys(cluster: RedisCluster, *alive: RedisServer) -> int:
     return total
 
 
+@pytest.mark.slow  # a Cluster of its own, nodes killed or stopped: CI only
 def test_a_user_is_listed_before_the_session_that_names_them(cluster: RedisCluster) -> None:
     client = webtier.connect(cluster.url, socket_timeout=1)
     tier = webtier.WebTier(client, config("split", retry=RETRY))
@@ -517,6 +520,7 @@ def test_a_user_is_listed_before_the_session_that_names_them(cluster: RedisClust
     webtier.disconnect(client)
 
 
+@pytest.mark.slow  # a Cluster of its own, nodes killed or stopped: CI only
 def test_revoking_sessions_across_masters_says_which_ended(cluster: RedisCluster) -> None:
     client = webtier.connect(cluster.url, socket_timeout=1)
     tier = webtier.WebTier(client, config("split", retry=RETRY))
@@ -535,6 +539,7 @@ def test_revoking_sessions_across_masters_says_which_ended(cluster: RedisCluster
     webtier.disconnect(client)
 
 
+@pytest.mark.slow  # a Cluster of its own, nodes killed or stopped: CI only
 @pytest.mark.anyio
 async def test_a_time_limit_bounds_operations_on_a_hung_cluster_master(
     cluster: RedisCluster,

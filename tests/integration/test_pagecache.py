@@ -24,7 +24,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys
 from webtier._core.protocol import Call
 from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRequest, PageRules
@@ -62,6 +62,7 @@ class Renders:
         return len(self.log.read_text().splitlines()) if self.log.exists() else 0
 
 
+@pytest.mark.matrix
 async def test_serve_renders_once_then_hits(tier: Any, tmp_path: Path) -> None:
     renders = Renders(tmp_path / "renders")
     plan = _plan(tier.config)
@@ -93,6 +94,7 @@ async def test_item_pages_are_admitted_by_rank(
     assert renders.count() == 4
 
 
+@pytest.mark.matrix
 async def test_invalidation_fences_a_render_in_flight(tier: Any, tmp_path: Path) -> None:
     """A render that began before an invalidation does not store its page."""
     plan = _plan(tier.config, "/item?item=x", PageRules(routes=(CacheRoute("/item"),)))
@@ -120,6 +122,7 @@ async def test_invalidation_fences_a_render_in_flight(tier: Any, tmp_path: Path)
     assert again.outcome == "MISS"  # the fenced render was not stored
 
 
+@pytest.mark.matrix
 async def test_keys_stay_under_their_tags(tier: Any, redis_url: str, tmp_path: Path) -> None:
     rules = PageRules(routes=(CacheRoute("/*"),))
     evil = "/}{x}:page:" + "\u00e9" * 10
@@ -292,6 +295,7 @@ def test_a_flask_site_whose_redis_is_stopped_serves_uncached(
 # -- memory bounded with no worker running ----------------------------------------------------
 
 
+@pytest.mark.matrix
 async def test_every_page_cache_key_expires_by_itself(
     tier: Any, redis_url: str, tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ from webtier.errors import InvalidInput
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.matrix
 async def test_views_add_up_per_item(tier: Any, redis_url: str, config: Any) -> None:
     for item in ("42", "42", "7", "item:{x}/é"):
         await tier.ranking.record_view(item)
@@ -29,6 +30,7 @@ async def test_a_bad_item_is_refused_before_anything_is_sent(tier: Any) -> None:
             await tier.ranking.record_view(bad)
 
 
+@pytest.mark.matrix
 async def test_top_and_rank_order_items_by_views(tier: Any) -> None:
     for item, views in (("a", 3), ("b", 5), ("c", 1)):
         for _ in range(views):

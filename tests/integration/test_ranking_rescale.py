@@ -4,7 +4,6 @@ rescalers at once (threads and processes) halving once per period."""
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import threading
 import time
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 
 import webtier
+from tests.helpers import all_keys, spawned_pool, stall
 from webtier import book
 from webtier.config import Config, RankingSettings
 from webtier.workers import JOBS, AsyncWorker, Worker
@@ -42,6 +42,7 @@ def new_period(client: Any, config: Config) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.matrix
 async def test_rescale_keeps_the_most_viewed_and_halves_once(
     tier_factory: Any, config: Config, client: Any
 ) -> None:
@@ -120,6 +121,7 @@ def test_a_longer_interval_neither_halves_again_nor_stops_rescaling(
 # -- many rescalers at once ---------------------------------------------------------------
 
 
+@pytest.mark.matrix
 def test_rescalers_in_threads_halve_once(redis_url: str, config: Config, client: Any) -> None:
     config = with_ranking(config, interval=WEEK)
     client.zadd(config.keys.viewed, {"a": 2**40, "b": 2**20})
@@ -168,9 +170,9 @@ def test_rescalers_in_processes_halve_once_per_period(
     redis_url: str, config: Config, client: Any
 ) -> None:
     client.zadd(config.keys.viewed, {"a": 2**60})
-    start = time.time() + 5  # spawned processes take a moment
-    until = start + 4.5  # several one-second periods
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
+    with spawned_pool(4) as pool:
+        start = time.time() + 1  # every process begins together, its client built
+        until = start + 4.5  # several one-second periods
         runs = [
             pool.apply_async(_rescale_until, (redis_url, config.prefix, start, until))
             for _ in range(4)
@@ -212,7 +214,6 @@ async def test_the_async_worker_runs_the_job(redis_url: str, config: Config, cli
 
 @pytest.fixture
 def book_conn(redis_url: str) -> Iterator[Any]:
-    from tests.conftest import all_keys
 
     conn = webtier.connect(redis_url, decode_responses=True)
     for key in all_keys(redis_url, "webtier:*"):  # the book's functions use the default prefix
@@ -252,7 +253,6 @@ def test_book_functions(book_conn: Any) -> None:
 
 
 def test_a_rescale_retried_through_a_stall_halves_once(config: Config) -> None:
-    from tests.integration.test_faults import stall
     from webtier.testing import RedisServer
 
     config = dataclasses.replace(
@@ -279,6 +279,7 @@ def test_a_rescale_retried_through_a_stall_halves_once(config: Config) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.matrix
 async def test_with_no_worker_the_ranking_stays_bounded_and_expires(
     tier_factory: Any, config: Config, client: Any
 ) -> None:

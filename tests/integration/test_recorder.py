@@ -25,6 +25,7 @@ def read_total(url: str, prefix: str, name: str, precision: int = 86400) -> int:
         webtier.disconnect(client)
 
 
+@pytest.mark.matrix
 def test_sync_recorder_sums_into_the_right_slices(redis_url: str, config: Config) -> None:
     client = webtier.connect(redis_url)
     tier = webtier.WebTier(client, config)
@@ -80,6 +81,7 @@ def test_closed_recorder_refuses_increments(redis_url: str, config: Config) -> N
 
 
 @pytest.mark.anyio
+@pytest.mark.matrix
 async def test_async_recorder(redis_url: str, config: Config) -> None:
     client = webtier.connect_async(redis_url)
     tier = webtier.AsyncWebTier(client, config)

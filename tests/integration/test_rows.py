@@ -15,9 +15,9 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.conftest import all_keys
-from tests.integration.rowhelp import (
+from tests.helpers import (
     Instrumented,
+    all_keys,
     db_row,
     delete_item,
     run_script,
@@ -49,6 +49,7 @@ def rows_config(prefix: str, **settings: Any) -> Config:
 # -- reading ----------------------------------------------------------------------------
 
 
+@pytest.mark.matrix
 async def test_read_through_caches_rows_that_decode_to_equal_values(
     tier: Any, database: sa.Engine
 ) -> None:
@@ -84,6 +85,7 @@ async def test_nulls_dates_and_decimals_survive(tier: Any, database: sa.Engine) 
 
 
 @sqlite_only
+@pytest.mark.matrix
 async def test_concurrent_misses_load_the_row_once(tier: Any, database: sa.Engine) -> None:
     source = Instrumented(seed(database), pause=0.3)
     results: list[Any] = []
@@ -99,6 +101,7 @@ async def test_concurrent_misses_load_the_row_once(tier: Any, database: sa.Engin
 
 
 @sqlite_only
+@pytest.mark.matrix
 async def test_a_reader_that_died_mid_load_delays_others_by_one_lease(
     tier_factory: Any, prefix: str, redis_url: str, database: sa.Engine
 ) -> None:
@@ -148,6 +151,7 @@ async def test_copies_of_unscheduled_rows_expire_scheduled_ones_do_not(
 
 
 @sqlite_only
+@pytest.mark.matrix
 async def test_the_bookkeeping_of_loads_expires_with_no_worker_running(
     tier_factory: Any, prefix: str, redis_url: str, database: sa.Engine
 ) -> None:
@@ -172,6 +176,7 @@ async def test_the_bookkeeping_of_loads_expires_with_no_worker_running(
 
 
 @sqlite_only
+@pytest.mark.matrix
 async def test_readers_that_died_mid_load_leave_nothing_behind_with_no_worker_running(
     tier_factory: Any, prefix: str, redis_url: str, database: sa.Engine
 ) -> None:
@@ -191,6 +196,7 @@ async def test_readers_that_died_mid_load_leave_nothing_behind_with_no_worker_ru
 
 
 @sqlite_only
+@pytest.mark.matrix
 async def test_tickets_never_repeat_after_the_sequence_expires(
     tier_factory: Any, prefix: str, redis_url: str, database: sa.Engine
 ) -> None:
@@ -222,6 +228,7 @@ async def test_tickets_never_repeat_after_the_sequence_expires(
 # -- the schedule -----------------------------------------------------------------------
 
 
+@pytest.mark.matrix
 async def test_scheduled_rows_are_refreshed_when_due(tier: Any, database: sa.Engine) -> None:
     source = seed(database, 20)
     delay = 1.0
@@ -295,6 +302,7 @@ async def test_rows_deleted_in_the_database_leave_the_cache(tier: Any, database:
     assert (await tier.rows.status(source)).scheduled == 1
 
 
+@pytest.mark.matrix
 async def test_many_due_rows_load_with_one_query_per_batch(
     tier_factory: Any, prefix: str, database: sa.Engine
 ) -> None:
@@ -371,6 +379,7 @@ async def while_loading(
     return results[0]
 
 
+@pytest.mark.matrix
 async def test_a_refresh_that_read_before_a_write_never_overwrites_it(
     tier: Any, database: sa.Engine
 ) -> None:
@@ -388,6 +397,7 @@ async def test_a_refresh_that_read_before_a_write_never_overwrites_it(
     assert (await tier.rows.get(source, 1))["stock"] == 999
 
 
+@pytest.mark.matrix
 async def test_a_read_through_that_read_before_a_write_never_caches_it(
     tier: Any, database: sa.Engine
 ) -> None:
@@ -404,6 +414,7 @@ async def test_a_read_through_that_read_before_a_write_never_caches_it(
     assert (await tier.rows.get(source, 2, load=True))["stock"] == 555
 
 
+@pytest.mark.matrix
 async def test_refresh_now_wins_over_a_slower_older_refresh(tier: Any, database: sa.Engine) -> None:
     plain = seed(database)
     slow = Instrumented(plain, gated=True)
@@ -420,6 +431,7 @@ async def test_refresh_now_wins_over_a_slower_older_refresh(tier: Any, database:
     assert (await tier.rows.get(plain, 3))["stock"] == 777
 
 
+@pytest.mark.matrix
 async def test_refresh_now_fenced_by_a_newer_load_leaves_no_older_copy(
     tier: Any, database: sa.Engine
 ) -> None:
@@ -490,6 +502,7 @@ async def test_invalidate_makes_a_scheduled_row_due_now(tier: Any, database: sa.
 ODD_KEYS = ["a:b", "{x}", "{", "row:1", "due", "1 2", "../etc", "ünï ✓ 页", "x" * 1024, "0", "00"]
 
 
+@pytest.mark.matrix
 async def test_any_ordinary_text_key_works_and_keys_never_share_a_copy(tier: Any) -> None:
     table = {key: {"key": key, "n": i} for i, key in enumerate(ODD_KEYS)}
     source = FunctionSource("odd", table.get)

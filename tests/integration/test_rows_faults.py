@@ -13,8 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.integration.rowhelp import Instrumented, db_row, seed, set_stock
-from tests.integration.test_faults import stall
+from tests.helpers import Instrumented, db_row, seed, set_stock, stall
 from webtier.config import Config, RetryPolicy, RowSettings
 from webtier.testing import RedisServer
 from webtier.testing.pgserver import PostgresServer

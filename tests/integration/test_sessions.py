@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys, sampled_pick
 from webtier._ops import sessions as session_ops
 from webtier.config import SessionSettings
 from webtier.errors import (
@@ -33,6 +33,7 @@ def _with(config: webtier.Config, **settings: Any) -> webtier.Config:
     return dataclasses.replace(config, sessions=SessionSettings(**settings))
 
 
+@pytest.mark.matrix
 async def test_a_new_session_is_checked_and_touched(tier: Any) -> None:
     token = await tier.sessions.new()
     assert is_token(token)
@@ -51,6 +52,7 @@ async def test_a_new_session_is_checked_and_touched(tier: Any) -> None:
     assert await tier.sessions.recently_viewed(token) == ["7", "42"]
 
 
+@pytest.mark.matrix
 async def test_touch_counts_the_view_in_the_ranking(tier: Any) -> None:
     token = await tier.sessions.new()
     for item in ("a", "b", "a"):
@@ -58,6 +60,7 @@ async def test_touch_counts_the_view_in_the_ranking(tier: Any) -> None:
     assert await tier.ranking.top(2) == [("a", 2.0), ("b", 1.0)]
 
 
+@pytest.mark.matrix
 async def test_a_view_is_counted_only_for_a_live_session(tier: Any) -> None:
     never_issued = "Q" * 43
     assert not await tier.sessions.touch(never_issued, item="ghost")
@@ -70,6 +73,7 @@ async def test_a_view_is_counted_only_for_a_live_session(tier: Any) -> None:
     assert await tier.ranking.top(1) == [("ghost", 1.0)]
 
 
+@pytest.mark.matrix
 async def test_a_view_recorded_after_the_session_ended_counts_once(tier: Any) -> None:
     # A handler reads the user, a logout elsewhere ends the session, then the
     # handler records a view: it goes to a new session, counted once.
@@ -91,6 +95,7 @@ async def test_a_view_recorded_after_the_session_ended_counts_once(tier: Any) ->
     assert await tier.sessions.recently_viewed(state.token) == ["42"]
 
 
+@pytest.mark.matrix
 async def test_the_recency_index_forgets_expired_sessions_with_no_cleaner(
     tier_factory: Any, config: webtier.Config, redis_url: str
 ) -> None:
@@ -108,6 +113,7 @@ async def test_the_recency_index_forgets_expired_sessions_with_no_cleaner(
         webtier.disconnect(client)
 
 
+@pytest.mark.matrix
 async def test_strict_touch_never_creates_a_session(tier: Any) -> None:
     token = webtier.sessions.new_token()
     assert not await tier.sessions.touch(token, user="mallory", item="1")
@@ -123,6 +129,7 @@ async def test_viewed_items_keep_the_newest_without_repeats(tier_factory: Any, c
     assert await tier.sessions.recently_viewed(token) == ["5", "4", "1"]
 
 
+@pytest.mark.matrix
 async def test_viewed_items_match_a_reference_lru(
     tier_factory: Any, config: Any, sync_client: Any
 ) -> None:
@@ -183,6 +190,7 @@ async def test_bad_tokens_are_refused_before_any_key(
     assert all_keys(redis_url, f"{prefix}:*") == []
 
 
+@pytest.mark.matrix
 async def test_login_rotates_the_token_and_carries_everything(tier: Any) -> None:
     token = await tier.sessions.new()
     await tier.sessions.touch(token, item="9")
@@ -213,6 +221,7 @@ async def test_login_rotates_the_token_and_carries_everything(tier: Any) -> None
         ("keep_larger", {"hat": 2, "shoe": 1, "sock": 4}),
     ],
 )
+@pytest.mark.matrix
 async def test_login_merges_the_anonymous_cart(
     tier: Any, policy: str, expected: dict[str, int]
 ) -> None:
@@ -241,6 +250,7 @@ async def test_login_of_an_unknown_session_fails(tier: Any) -> None:
         await tier.sessions.login(token, "alice", cart_policy="merge")
 
 
+@pytest.mark.matrix
 async def test_users_list_and_revoke_their_sessions(tier: Any) -> None:
     phone = (await tier.sessions.login(await tier.sessions.new(), "alice")).token
     laptop = await tier.sessions.new(user="alice")
@@ -260,6 +270,7 @@ async def test_users_list_and_revoke_their_sessions(tier: Any) -> None:
     assert await tier.sessions.check(other) == "bob"
 
 
+@pytest.mark.matrix
 async def test_logout_ends_the_session(tier: Any, redis_url: str, prefix: str) -> None:
     token = await tier.sessions.new(user="carol")
     await tier.carts.set(token, "1", 1)
@@ -329,6 +340,7 @@ async def test_cart_limits_are_clear_errors(tier_factory: Any, config: Any) -> N
     assert await tier.carts.get(token) == {"a": 5, "b": 3}
 
 
+@pytest.mark.matrix
 async def test_the_cleaner_keeps_the_newest_sessions(
     tier_factory: Any, config: Any, redis_url: str, prefix: str
 ) -> None:
@@ -352,6 +364,7 @@ async def test_the_cleaner_keeps_the_newest_sessions(
     assert (again.deleted, again.remaining) == (0, 4)
 
 
+@pytest.mark.matrix
 async def test_the_cleaner_keeps_exactly_the_newest_of_many(tier_factory: Any, config: Any) -> None:
     """Enough sessions per shard that the cleaner chooses from sampled
     scores (a threshold), then from whole pages near the limit."""
@@ -367,8 +380,8 @@ async def test_the_cleaner_keeps_exactly_the_newest_of_many(tier_factory: Any, c
     assert alive == set(order[-120:])
 
 
+@pytest.mark.matrix
 def test_the_pick_script_answers_as_the_cleaner_reads_it(sync_client: Any, prefix: str) -> None:
-    from tests.unit.test_session_ops import sampled_pick
 
     key = f"{prefix}:{{s:0}}:recent"
     seconds, _ = sync_client.time()
@@ -389,6 +402,7 @@ def test_the_pick_script_answers_as_the_cleaner_reads_it(sync_client: Any, prefi
     assert sync_client.eval(session_ops.PICK.source, 1, key, age, 5, "sample")[1:] == [0, 0]
 
 
+@pytest.mark.matrix
 async def test_idle_timeout_is_enforced_by_redis(
     tier_factory: Any, config: Any, redis_url: str, prefix: str
 ) -> None:
@@ -411,6 +425,7 @@ async def test_idle_timeout_is_enforced_by_redis(
     assert all_keys(redis_url, f"{prefix}:{{s:*") == []
 
 
+@pytest.mark.matrix
 async def test_absolute_timeout_is_not_extended_by_touches(
     tier_factory: Any, config: Any, redis_url: str, prefix: str
 ) -> None:
@@ -433,6 +448,7 @@ async def test_absolute_timeout_is_not_extended_by_touches(
     assert not await short.sessions.touch(token)
 
 
+@pytest.mark.matrix
 async def test_every_key_has_an_expiry_backstop(
     tier_factory: Any, config: Any, redis_url: str, prefix: str
 ) -> None:
@@ -452,18 +468,28 @@ async def test_every_key_has_an_expiry_backstop(
         webtier.disconnect(client)
 
 
-def _expiry(client: Any, key: str | bytes, *, session: bool = True) -> int:
-    """When ``key`` expires, server ms, from its TTL (PEXPIRETIME needs 7.0),
-    for a session checked against the ``e`` it records (a few ms of slack
-    for the two reads)."""
+def _server_ms(client: Any) -> int:
     seconds, micros = client.time()
-    expires = seconds * 1000 + micros // 1000 + client.pttl(key)
-    if session:
-        recorded = client.hget(key, "e")
-        assert abs(int(recorded) - expires) <= 20, (int(recorded), expires)
-    return expires
+    return int(seconds) * 1000 + int(micros) // 1000
 
 
+def _expiry(client: Any, key: str | bytes, *, session: bool = True) -> int:
+    """When ``key`` expires, server ms, from its TTL (PEXPIRETIME needs 7.0)
+    read between two readings of the server's clock. A session's is the ``e``
+    it records, checked to lie in that window (a few ms of slack); for any
+    other key, the latest it can be."""
+    before = _server_ms(client)
+    left = client.pttl(key)
+    after = _server_ms(client)
+    if not session:
+        return after + left
+    recorded = int(client.hget(key, "e"))
+    earliest, latest = before + left, after + left
+    assert earliest - 5 <= recorded <= latest + 5, (recorded, earliest, latest)
+    return recorded
+
+
+@pytest.mark.matrix
 async def test_the_backstop_moves_lazily_and_never_early(
     tier_factory: Any, config: Any, sync_client: Any
 ) -> None:
@@ -506,6 +532,7 @@ async def test_the_backstop_moves_lazily_and_never_early(
     check(session_ops.place(tier.config, moved).key, 64_000)
 
 
+@pytest.mark.matrix
 async def test_an_idle_timeout_is_moved_by_every_touch(
     tier_factory: Any, config: Any, sync_client: Any
 ) -> None:

@@ -14,17 +14,22 @@ import pytest
 from starlette.applications import Starlette
 
 import webtier
-from tests.conftest import BINARIES, all_keys
-from tests.integration.sessionhelp import (
+from tests.helpers import (
+    BINARIES,
+    COOKIE,
     KEY,
     OLD_KEY,
+    all_keys,
     commands_served,
     cookie_value,
+    fastapi_shop,
     set_cookies,
+    stall,
+    starlette_shop,
     target_servers,
     uvicorn_serving,
+    visit,
 )
-from tests.integration.sessionshop import COOKIE, fastapi_shop, starlette_shop, visit
 from webtier.config import RetryPolicy
 from webtier.testing import RedisServer
 from webtier.web.sessions import SessionOptions
@@ -219,7 +224,6 @@ async def test_an_outage_can_serve_visitors_as_anonymous(
 async def test_a_stalled_server_answers_503_not_a_hang_or_a_500(
     own_server: RedisServer, prefix: str
 ) -> None:
-    from tests.integration.test_faults import stall
 
     app, client = outage_shop(own_server, prefix)
     async with shop_client(app) as http:

@@ -15,14 +15,13 @@ deleted while it was among the newest LIMIT, that is, while live.
 from __future__ import annotations
 
 import collections
-import multiprocessing
 import random
 import time
 
 import pytest
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys, spawned_pool
 from webtier._core.keys import shard_of
 from webtier.config import Config, SessionSettings
 
@@ -98,10 +97,9 @@ def _cleaner(url: str, prefix: str, start: float, until: float) -> dict[str, int
 
 @pytest.mark.slow
 def test_touchers_and_two_cleaners_never_delete_a_live_session(redis_url: str, prefix: str) -> None:
-    start = time.time() + 8  # spawned processes take a moment, more on a busy machine
-    until = start + SECONDS
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(TOUCHERS + 2) as pool:
+    with spawned_pool(TOUCHERS + 2) as pool:
+        start = time.time() + 1  # every process begins together, its client built
+        until = start + SECONDS
         writers = [
             pool.apply_async(_writer, (redis_url, prefix, start, until, seed))
             for seed in range(TOUCHERS)

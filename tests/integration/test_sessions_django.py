@@ -20,10 +20,8 @@ from django.urls import path
 from django.views.decorators.http import require_POST
 
 import webtier
-from tests.conftest import BINARIES
 from tests.faults.figures import FIGURES
-from tests.integration.sessionhelp import serving
-from tests.integration.sessionshop import described, visit
+from tests.helpers import BINARIES, described, serving, visit
 from webtier.config import RetryPolicy
 from webtier.testing import RedisCluster, RedisServer
 
@@ -143,6 +141,7 @@ DOWN = {"home": 200, "me": 503, "view": 503, "cart": 503, "login": 503, "anonymo
 
 
 @pytest.mark.faults
+@pytest.mark.slow  # a Cluster of its own, nodes killed or stopped: CI only
 def test_a_django_shop_with_the_whole_cluster_down_answers_503_never_500(prefix: str) -> None:
     with RedisCluster.start(BINARIES["standalone"], replicas=0) as cluster:
         client = webtier.connect(cluster.url, socket_timeout=0.5)

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 import webtier
-from tests.conftest import BackgroundLoad, wait_for
-from tests.integration.test_faults import stall
+from tests.helpers import BackgroundLoad, stall, wait_for
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer
 

@@ -14,9 +14,7 @@ import httpx
 import pytest
 
 import webtier
-from tests.conftest import BINARIES, all_keys
-from tests.integration.sessionhelp import KEY, serving, set_cookies
-from tests.integration.sessionshop import flask_shop, visit
+from tests.helpers import BINARIES, KEY, all_keys, flask_shop, serving, set_cookies, visit
 from webtier.config import RetryPolicy
 from webtier.testing import RedisServer
 from webtier.web import sessions

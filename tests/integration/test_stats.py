@@ -13,7 +13,7 @@ import pytest
 from redis.crc import key_slot
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys
 from webtier.config import Clock, Config, StatsSettings
 from webtier.errors import InvalidInput
 from webtier.histogram import Histogram
@@ -32,6 +32,7 @@ def server_time(url: str) -> float:
         webtier.disconnect(client)
 
 
+@pytest.mark.matrix
 async def test_record_keeps_the_books_figures_and_percentiles(tier: Any) -> None:
     values = [0.012, 0.020, 0.031, 0.045, 0.5, 0.013, 0.017, 0.022, 0.019, 0.250]
     for i, value in enumerate(values):
@@ -99,6 +100,7 @@ async def test_bad_input_is_refused_and_stores_nothing(
 CONTEXTS = ["/", "/item/{id}", "{", "}", "a:b", "3600:1:AccessTime:x", "slow", "页面 ✓", "x" * 1024]
 
 
+@pytest.mark.matrix
 async def test_contexts_never_share_data_and_read_together(tier: Any) -> None:
     for i, context in enumerate(CONTEXTS, start=1):
         await tier.stats.record(context, ACCESS, float(i))
@@ -151,6 +153,7 @@ async def test_periods_roll_over_on_the_servers_clock_and_merge(
     ]
 
 
+@pytest.mark.matrix
 async def test_every_key_expires_by_itself(tier_factory: Any, prefix: str, redis_url: str) -> None:
     tier = tier_factory(Config(prefix=prefix, stats=StatsSettings(period=60, keep=2)))
     recorded = await tier.stats.record("/", ACCESS, 0.1)
@@ -188,6 +191,7 @@ async def test_slowest_ranks_contexts_exactly_by_mean(tier_factory: Any, prefix:
     assert len(await tier.stats.slowest(100)) == 8
 
 
+@pytest.mark.matrix
 async def test_the_listing_of_contexts_is_bounded(
     tier_factory: Any, prefix: str, redis_url: str
 ) -> None:
@@ -205,6 +209,7 @@ async def test_the_listing_of_contexts_is_bounded(
     assert (await tier.stats.get("/page/7", ACCESS)).count == 1  # recorded all the same
 
 
+@pytest.mark.matrix
 async def test_slowest_by_a_percentile_spans_shards(tier_factory: Any, prefix: str) -> None:
     tier = tier_factory(Config(prefix=prefix, stats=StatsSettings(shards=16)))
     # /steady is slower on average, /spiky has the worse tail.
@@ -254,6 +259,7 @@ async def test_slowest_over_several_periods_scores_them_merged(
     ]
 
 
+@pytest.mark.matrix
 async def test_skewed_client_clocks_write_into_the_servers_period(
     tier_factory: Any, redis_url: str, config: Config
 ) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import webtier
-from tests.integration.test_faults import stall
+from tests.helpers import stall
 from webtier import timing
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer

@@ -22,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 from werkzeug.serving import make_server
 
 import webtier
-from tests.conftest import all_keys
+from tests.helpers import all_keys
 from webtier.web import timing
 from webtier.web.timing import ROUTE_KEY, UNMATCHED
 from webtier.web.timing import flask as flask_timing

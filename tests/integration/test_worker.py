@@ -14,6 +14,7 @@ import time
 import pytest
 
 import webtier
+from tests.helpers import slow_job
 from webtier._core.protocol import Op, write
 from webtier._ops import workers as liveness
 from webtier.config import Config
@@ -22,17 +23,6 @@ from webtier.types import JobStep
 from webtier.workers import JOBS, AsyncWorker, Job, Worker
 
 NOW = 1_700_000_000
-
-
-def slow_job(seconds: float, marker: str) -> Job:
-    """A job whose step works for ``seconds``, then leaves a marker."""
-
-    def step(cfg: Config, pass_number: int) -> Op[JobStep]:
-        time.sleep(seconds)
-        yield write(f"{cfg.prefix}:marker", ("INCR", f"{cfg.prefix}:{marker}"), idempotent=False)
-        return JobStep(0.01, "slow step done")
-
-    return Job("slow", step)
 
 
 def test_once_runs_each_job_and_unregisters(redis_url: str, config: Config) -> None:
@@ -98,7 +88,7 @@ COLD = """
 import sys, time, webtier
 from webtier.cli.signals import stop_on_signals
 from webtier.workers import ColdStop, Worker
-from tests.integration.test_worker import slow_job
+from tests.helpers import slow_job
 tier = webtier.WebTier(webtier.connect({url!r}), webtier.Config(prefix={prefix!r}))
 worker = Worker(tier, [slow_job(600, "never")], heartbeat=0.1)
 print(worker.id, flush=True)

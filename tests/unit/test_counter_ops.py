@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
 
 import pytest
 
+from tests.helpers import drive
 from webtier._core.protocol import Gather, Request, ScriptCall
 from webtier._ops import counters
 from webtier.config import Config, CounterSettings
@@ -16,21 +16,8 @@ from webtier.errors import InvalidInput
 CFG = Config(prefix="p", counters=CounterSettings.of((1, 60), samples=10, shards=4))
 
 
-def first_step(op: Any) -> Any:
-    return next(op)
-
-
-def finish(op: Any, *replies: Any) -> Any:
-    next(op)
-    for reply in replies[:-1]:
-        op.send(reply)
-    with pytest.raises(StopIteration) as done:
-        op.send(replies[-1])
-    return done.value.value
-
-
 def test_record_is_one_script_call_with_every_slice() -> None:
-    request = first_step(counters.record(CFG, "hits", 3, now=1_000_000_123.9))
+    request = next(counters.record(CFG, "hits", 3, now=1_000_000_123.9))
     assert isinstance(request, Request)
     assert not request.idempotent
     (call,) = request.commands
@@ -74,12 +61,16 @@ def test_get_parses_resp2_and_resp3_and_sorts() -> None:
     resp2 = [b"120", b"4", b"60", b"-1", b"180", b"2"]
     resp3 = {b"120": b"4", b"60": b"-1", b"180": b"2"}
     for reply in (resp2, resp3):
-        assert finish(counters.get(CFG, "hits", 60), [[reply]]) == [(60, -1), (120, 4), (180, 2)]
+        assert drive(counters.get(CFG, "hits", 60), [[[reply]]]).value == [
+            (60, -1),
+            (120, 4),
+            (180, 2),
+        ]
 
 
 def test_get_filters_a_time_range() -> None:
     reply = [b"60", b"1", b"120", b"2", b"180", b"3"]
-    assert finish(counters.get(CFG, "hits", 60, start=100, end=180), [[reply]]) == [
+    assert drive(counters.get(CFG, "hits", 60, start=100, end=180), [[[reply]]]).value == [
         (120, 2),
         (180, 3),
     ]
@@ -106,7 +97,7 @@ def test_get_many_reads_each_shard_once() -> None:
 
 def test_names_merges_shards_and_filters_by_prefix() -> None:
     replies = [[[b"page:/a", b"api:x"]], [[b"page:/b"]], [[]], [[b"page:/a"]]]
-    assert finish(counters.names(CFG, "page:"), replies) == ["page:/a", "page:/b"]
+    assert drive(counters.names(CFG, "page:"), [replies]).value == ["page:/a", "page:/b"]
 
 
 def test_record_many_groups_by_shard_in_a_gather() -> None:

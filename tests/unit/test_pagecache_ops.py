@@ -3,11 +3,11 @@ copies, and the serve operation fed replies by hand."""
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import pytest
 
+from tests.helpers import drive
 from webtier._core.protocol import Call, Request, ScriptCall
 from webtier._ops import pagecache
 from webtier._ops.pagecache import decode, encode, make_page
@@ -324,24 +324,6 @@ def test_unkeyed_inputs_are_reported_once_per_interval(caplog: pytest.LogCapture
 # -- the serve operation, replies by hand -----------------------------------------------------
 
 
-def drive(op: Any, replies: list[Any], rendered: Rendered | None = None) -> Any:
-    """Run ``op`` feeding ``replies`` to its Redis steps and ``rendered`` to Calls."""
-    sent: list[Any] = []
-    step = next(op)
-    try:
-        while True:
-            sent.append(step)
-            if isinstance(step, Call):
-                if isinstance(step.blocking, functools.partial):  # a pause: skip it
-                    step = op.send(None)
-                else:
-                    step = op.send(step.blocking())
-            else:
-                step = op.send(replies.pop(0))
-    except StopIteration as done:
-        return done.value, sent
-
-
 def render_call(rendered: Rendered) -> Call:
     return Call(lambda: rendered)
 
@@ -349,7 +331,9 @@ def render_call(rendered: Rendered) -> Call:
 def test_a_hit_is_one_get() -> None:
     plan = plan_of("/item?item=1")
     page = make_page(CFG, Rendered(200, OK, b"abc", 300.0), 300.0, 4e9)
-    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(page)]])
+    served, sent = drive(
+        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(page)]], run_calls=True
+    )
     assert served.outcome == "HIT"
     assert len(sent) == 1
     assert isinstance(sent[0], Request)
@@ -364,6 +348,7 @@ def test_a_miss_claims_with_the_rank_renders_and_stores() -> None:
     served, sent = drive(
         pagecache.serve(CFG, plan, render_call(PAGE_R)),
         [[None], [[[b"render", b"3"]], [0]], [b"stored"]],
+        run_calls=True,
     )
     assert served.outcome == "MISS"
     assert served.page.plain_body() == b"new"
@@ -383,6 +368,7 @@ def test_an_unpopular_item_is_rendered_without_the_cache() -> None:
     served, sent = drive(
         pagecache.serve(CFG, plan, render_call(PAGE_R)),
         [[None], [[[b"render", b"0"]], [None]], [[1]]],
+        run_calls=True,
     )
     assert served.outcome == "MISS"
     assert served.rendered is PAGE_R
@@ -396,6 +382,7 @@ def test_a_waiter_gets_the_page_the_holder_stored() -> None:
     served, sent = drive(
         pagecache.serve(CFG, plan, render_call(PAGE_R)),
         [[None], [[[b"wait", 900]], [0]], [[b"hit", encode(page)]]],
+        run_calls=True,
     )
     assert served.outcome == "HIT"
     assert isinstance(sent[2], Call)  # paused between two claims
@@ -405,7 +392,9 @@ def test_a_stale_copy_is_served_while_another_renders() -> None:
     plan = plan_of("/item?item=1")
     stale = make_page(CFG, PAGE_R, 1.0, 1000.0)
     served, _ = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(stale)], [[[b"wait", 5]], [0]]]
+        pagecache.serve(CFG, plan, render_call(PAGE_R)),
+        [[encode(stale)], [[[b"wait", 5]], [0]]],
+        run_calls=True,
     )
     assert served.outcome == "STALE"
     assert served.page == stale
@@ -414,17 +403,23 @@ def test_a_stale_copy_is_served_while_another_renders() -> None:
 def test_a_request_with_unkeyed_inputs_never_claims_nor_stores() -> None:
     plan = plan_of("/item?item=1&utm_source=x")
     assert not plan.storable
-    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[None]])
+    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[None]], run_calls=True)
     assert (served.outcome, served.rendered) == ("MISS", PAGE_R)
     assert len(sent) == 2
     assert isinstance(sent[1], Call)
     fresh = make_page(CFG, PAGE_R, 300.0, 4e9)
-    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(fresh)]])
+    served, sent = drive(
+        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(fresh)]], run_calls=True
+    )
     assert (served.outcome, len(sent)) == ("HIT", 1)
     stale = make_page(CFG, PAGE_R, 1.0, 1000.0)
-    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(stale)]])
+    served, sent = drive(
+        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(stale)]], run_calls=True
+    )
     assert (served.outcome, served.page, len(sent)) == ("STALE", stale, 1)  # nobody renders
-    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[b"WPASS"]])
+    served, sent = drive(
+        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[b"WPASS"]], run_calls=True
+    )
     assert served.rendered is PAGE_R
     assert policy.store_ttl(SETTINGS, plan, 200, OK) is None
 
@@ -435,11 +430,14 @@ def test_a_response_not_storable_leaves_a_pass_note() -> None:
     served, sent = drive(
         pagecache.serve(CFG, plan, render_call(private)),
         [[None], [[[b"render", b"0"]], [0]], [b"stored"]],
+        run_calls=True,
     )
     assert served.rendered is private
     assert sent[-1].commands[0].args[2] == b"WPASS"
     # A pass note sends the next request straight to the app, no lock.
-    served, sent = drive(pagecache.serve(CFG, plan, render_call(private)), [[b"WPASS"]])
+    served, sent = drive(
+        pagecache.serve(CFG, plan, render_call(private)), [[b"WPASS"]], run_calls=True
+    )
     assert served.rendered is private
     assert len(sent) == 2
 
@@ -448,9 +446,9 @@ def test_an_invalidation_sets_a_new_generation_that_expires() -> None:
     plan = plan_of("/item?item=1")
     life = pagecache.generation_life(CFG)
     assert life == (10 + 300 + 60) * 1000  # lock lease + the longest page life
-    _, sent = drive(pagecache.invalidate_plan(CFG, plan), [[b"OK", 1, 1, 1]])
+    _, sent = drive(pagecache.invalidate_plan(CFG, plan), [[b"OK", 1, 1, 1]], run_calls=True)
     first = sent[0].commands[0]
-    _, sent = drive(pagecache.invalidate_item(CFG, "1"), [[b"OK", []], [1]])
+    _, sent = drive(pagecache.invalidate_item(CFG, "1"), [[b"OK", []]], run_calls=True)
     second = sent[0].commands[0]
     for command in (first, second):
         assert command[:2] == ("SET", plan.shard.gen)

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import drive
 from webtier._core.protocol import Gather, Request, ScriptCall
 from webtier._ops import ranking
 from webtier.config import Config, RankingSettings
 from webtier.errors import InvalidInput, RedisUnavailable
-
-
-def finish(op: object, reply: object) -> object:
-    with pytest.raises(StopIteration) as done:
-        op.send(reply)  # type: ignore[attr-defined]
-    return done.value.value
 
 
 def test_rescale_sends_one_fenced_script_call_and_reads_its_report() -> None:
@@ -26,7 +21,7 @@ def test_rescale_sends_one_fenced_script_call_and_reads_its_report() -> None:
     assert isinstance(call, ScriptCall)
     assert call.keys == ("shop:{v}:viewed", "shop:{v}:rescaled")
     assert call.args == (60, 3, "0.25", 86_400_000)  # no client clock: the server's decides
-    report = finish(op, [[1, 7, 4, 3, 1500]])
+    report = drive(op, [[[1, 7, 4, 3, 1500]]], started=True).value
     assert report == ranking.RescaleReport(True, 7, 4, 3, 1.5)
 
 
@@ -38,7 +33,7 @@ def test_factor_one_is_sent_as_one() -> None:
 
 def test_record_many_sends_one_request_and_reports_its_outcome() -> None:
     cfg = Config(prefix="p")
-    assert finish(ranking.record_many(cfg, []), None) == []
+    assert drive(ranking.record_many(cfg, [])).value == []
     op = ranking.record_many(cfg, [("a", 3), ("b", 1)])
     gather = next(op)
     assert isinstance(gather, Gather)
@@ -50,13 +45,13 @@ def test_record_many_sends_one_request_and_reports_its_outcome() -> None:
     )
     assert not request.idempotent
     error = RedisUnavailable("down")
-    assert finish(op, [error]) == [([("a", 3), ("b", 1)], error)]
+    assert drive(op, [[error]], started=True).value == [([("a", 3), ("b", 1)], error)]
 
 
 def test_top_items_and_send() -> None:
     op = ranking.top_items(Config(prefix="p"), 2)
     assert next(op).commands == (("ZREVRANGE", "p:{v}:viewed", 0, 1),)  # type: ignore[union-attr]
-    assert finish(op, [[b"x", b"y"]]) == ["x", "y"]
+    assert drive(op, [[[b"x", b"y"]]], started=True).value == ["x", "y"]
     with pytest.raises(InvalidInput):
         next(ranking.top_items(Config(), 0))
     assert list(ranking.send(())) == []
@@ -73,4 +68,4 @@ def test_the_aggregators_flush_sums_each_item_once() -> None:
     viewed = "p:{v}:viewed"
     assert request.commands[:2] == (("ZINCRBY", viewed, 5, "a"), ("ZINCRBY", viewed, 1, "b"))
     # The one request's outcome is every entry's, as the recorder settles them.
-    assert finish(op, [[b"5", b"1"]]) == [(entries, None)]
+    assert drive(op, [[[b"5", b"1"]]], started=True).value == [(entries, None)]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tests.unit.test_counter_ops import finish
+from tests.helpers import drive
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Call, Gather, Request, ScriptCall
 from webtier._ops import rows
@@ -68,9 +68,9 @@ def test_get_is_one_read_and_an_empty_copy_means_no_such_row() -> None:
     request = next(op)
     assert isinstance(request, Request)
     assert request.commands == (("GET", shard("2").row("2")),)
-    assert finish(rows.get(CFG, SOURCE, 2), [b'{"row":{"a":1}}']) == {"a": 1}
-    assert finish(rows.get(CFG, SOURCE, 2), [b""]) is None
-    assert finish(rows.get(CFG, SOURCE, 2), [None]) is None
+    assert drive(rows.get(CFG, SOURCE, 2), [[b'{"row":{"a":1}}']]).value == {"a": 1}
+    assert drive(rows.get(CFG, SOURCE, 2), [[b""]]).value is None
+    assert drive(rows.get(CFG, SOURCE, 2), [[None]]).value is None
 
 
 def claim_reply(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_counter_ops import finish
+from tests.helpers import drive, sampled_pick
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Chain, ScriptCall
 from webtier._ops import carts, ranking, sessions
@@ -71,7 +71,9 @@ def test_touch_lists_the_user_first_and_counts_the_view_in_its_script_on_one_ser
     assert call.keys == (where.key, where.recent, "p:{v}:viewed")  # the view, in the script
     assert call.args[:6] == (TOKEN, "live", "", "alice", "42", 25)
     assert upkeep == ranking.upkeep_request(CFG)
-    assert finish_sent(op, [[1, 1], [[1, b"alice", b"1700000000000000"]], [0]]) is True
+    assert (
+        drive(op, [[[1, 1], [[1, b"alice", b"1700000000000000"]], [0]]], started=True).value is True
+    )
     # The next view of the process goes without the upkeep.
     assert len(next(sessions.touch(CFG, TOKEN, item="42", views=views)).requests) == 1
 
@@ -83,11 +85,11 @@ def test_touch_on_cluster_counts_the_view_only_once_the_session_is_live() -> Non
     assert len(script.commands[0].keys) == 2  # no ranking key: another slot
     (view,) = op.send([[[1, b"", b"1700000000000000"]]])
     assert view.commands[0] == ("ZINCRBY", "p:{v}:viewed", 1, "42")
-    assert finish_sent(op, [[1.0, 0]]) is True
+    assert drive(op, [[[1.0, 0]]], started=True).value is True
     # A session that does not exist counts no view.
     op = sessions.touch(CFG, TOKEN, item="42", views=views)
     next(op)
-    assert finish_sent(op, [[[0]]]) is False
+    assert drive(op, [[[[0]]]], started=True).value is False
 
 
 @pytest.mark.parametrize(
@@ -120,18 +122,12 @@ def test_touch_counts_in_the_aggregator_once_the_session_is_live() -> None:
     op = sessions.touch(CFG, TOKEN, item="42", views=views)
     (script,) = next(op).requests
     assert len(script.commands[0].keys) == 2
-    assert finish_sent(op, [[[1, b"", b"1700000000000000"]]]) is True
+    assert drive(op, [[[[1, b"", b"1700000000000000"]]]], started=True).value is True
     assert counted == ["42"]
     op = sessions.touch(CFG, TOKEN, item="43", views=views)
     next(op)
-    assert finish_sent(op, [[[0]]]) is False
+    assert drive(op, [[[[0]]]], started=True).value is False
     assert counted == ["42"]
-
-
-def finish_sent(op: Any, reply: Any) -> Any:
-    with pytest.raises(StopIteration) as done:
-        op.send(reply)
-    return done.value.value
 
 
 def test_a_touch_refused_for_another_user_raises() -> None:
@@ -189,20 +185,20 @@ def test_cart_replies_become_errors() -> None:
 
 def test_carts_and_viewed_items_are_read_from_the_session_hash() -> None:
     fields = [b"u", b"x", b"khat", b"2", b"va", b"3", b"vb", b"5", b"dx", b"1", b"n", b"5"]
-    assert finish(carts.get(CFG, TOKEN), [fields]) == {"hat": 2}
-    assert finish(sessions.recently_viewed(CFG, TOKEN), [fields]) == ["b", "a"]
-    assert finish(sessions.data(CFG, TOKEN), [fields]) == {"x": 1}
-    assert finish(sessions.data(CFG, TOKEN), [{}]) == {}
+    assert drive(carts.get(CFG, TOKEN), [[fields]]).value == {"hat": 2}
+    assert drive(sessions.recently_viewed(CFG, TOKEN), [[fields]]).value == ["b", "a"]
+    assert drive(sessions.data(CFG, TOKEN), [[fields]]).value == {"x": 1}
+    assert drive(sessions.data(CFG, TOKEN), [[{}]]).value == {}
 
 
 def test_info_reads_one_slot_and_none_means_no_session() -> None:
-    session = finish(
-        sessions.info(CFG, TOKEN), [[b"1700000000000", b"sid", None], b"1700000001000000"]
-    )
+    session = drive(
+        sessions.info(CFG, TOKEN), [[[b"1700000000000", b"sid", None], b"1700000001000000"]]
+    ).value
     assert (session.id, session.user, session.created, session.last_seen) == (
         "sid", None, 1_700_000_000.0, 1_700_000_001.0,
     )  # fmt: skip
-    assert finish(sessions.info(CFG, TOKEN), [[None, None, None], None]) is None
+    assert drive(sessions.info(CFG, TOKEN), [[[None, None, None], None]]).value is None
 
 
 @pytest.mark.parametrize(
@@ -257,7 +253,7 @@ def test_the_cleaner_chooses_only_the_oldest_of_all_shards() -> None:
     assert final[0].commands[0].script is sessions.PICK
     # Now 3 are left: at the limit, done.
     done = [[cutoff, 2, 0, 0, t - 10, 1, t - 5], [cutoff, 1, 0, 0, t]]
-    report = finish_sent(op, [[reply] for reply in done])
+    report = drive(op, [[[reply] for reply in done]], started=True).value
     assert (report.deleted, report.spared, report.remaining, report.steps) == (1, 1, 3, 1)
 
 
@@ -311,7 +307,7 @@ def test_tied_samples_make_the_cleaner_read_whole_pages() -> None:
     assert (call.route, call.commands[0].args) == ("p:{s:0}", (t - 50, 1))
     op.send([[1]])
     done = [[0, 1, 0, 0, t - 10], [0, 2, 0, 0, t - 50, 1, t - 5]]
-    report = finish_sent(op, [[reply] for reply in done])
+    report = drive(op, [[[reply] for reply in done]], started=True).value
     assert (report.deleted, report.remaining, report.steps) == (1, 3, 1)
 
 
@@ -331,7 +327,7 @@ def test_the_cleaner_removes_by_a_threshold_when_samples_suffice() -> None:
     assert [r.commands[0].args for r in calls] == [(t - 95, 6), (t - 95, 1)]
     op.send([[5], [1]])
     done = [[0, 4, 0, 0, t - 60], [0, 1, 0, 0, t - 50]]
-    report = finish_sent(op, [[reply] for reply in done])
+    report = drive(op, [[[reply] for reply in done]], started=True).value
     assert (report.deleted, report.spared, report.remaining, report.steps) == (6, 0, 5, 1)
 
 
@@ -345,7 +341,7 @@ def test_the_cleaner_removes_sessions_idle_past_the_timeout() -> None:
     (call,) = op.send([[stale]])
     assert call.commands[0].args == (f"({cutoff}", 1)
     op.send([[1]])
-    report = finish_sent(op, [[[cutoff, 1, 0, 0, cutoff + 10**6]]])
+    report = drive(op, [[[[cutoff, 1, 0, 0, cutoff + 10**6]]]], started=True).value
     assert (report.deleted, report.remaining) == (1, 1)
 
 
@@ -419,21 +415,6 @@ def test_the_cleaners_choice_matches_the_plain_one(seed: int) -> None:
     assert sessions_cleaner._choose(settings, wire, keep, per_shard) == _choose_entry_by_entry(
         settings, picks, keep, per_shard
     )
-
-
-def sampled_pick(stored: list[int], cutoff: int, page: int) -> list[Any]:
-    """What session_pick.lua answers in 'sample' mode (the integration
-    tests hold the script to this)."""
-    last = min(page, len(stored)) - 1
-    ranks = list(range(min(4, last) + 1))
-    rank = 4
-    while rank < last:
-        rank = min(math.floor(rank * 1.5), last)
-        ranks.append(rank)
-    reply: list[Any] = [str(cutoff).encode(), len(stored), sum(s < cutoff for s in stored)]
-    for rank in ranks:
-        reply += [rank, str(stored[rank]).encode()]
-    return reply
 
 
 @pytest.mark.parametrize("seed", range(300))

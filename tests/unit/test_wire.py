@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 import pytest
 from redis import exceptions as rx
 
+from tests.helpers import drive
 from webtier._core.actions import Address, Batch, Locate, Outcome, Refresh, Send, Sleep
 from webtier._core.protocol import Gather, Request, ScriptCall, read, write
 from webtier._core.scripts import Script
@@ -19,24 +19,9 @@ SCRIPT = Script("demo", b"return 1", "0" * 40)
 POLICY = RetryPolicy(attempts=2, backoff=0.01, backoff_cap=0.02)
 
 
-def drive(step: Any, answers: list[Any], policy: RetryPolicy = POLICY) -> tuple[Any, list[Any]]:
-    """Run ``exchange`` answering each action with the next of ``answers``
-    (a callable is called with the action). Returns (result, actions seen)."""
-    wire: Generator[Any, Any, Any] = exchange(step, policy)
-    seen: list[Any] = []
-    try:
-        action = next(wire)
-        for answer in answers:
-            seen.append(action)
-            action = wire.send(answer(action) if callable(answer) else answer)
-    except StopIteration as done:
-        return done.value, seen
-    raise AssertionError(f"exchange wanted more than {len(answers)} answers; last action {action}")
-
-
 def test_hot_path_is_one_send() -> None:
     request = read("k", ("GET", "k"), ("GET", "j"))
-    result, seen = drive(request, [Outcome([b"1", None])])
+    result, seen = drive(exchange(request, POLICY), [Outcome([b"1", None])])
     assert result == [b"1", None]
     assert seen == [Send("k", (("GET", "k"), ("GET", "j")))]
 
@@ -45,7 +30,8 @@ def test_noscript_loads_the_script_and_sends_again_even_for_a_write() -> None:
     call = ScriptCall(SCRIPT, ("k",), (1,))
     request = write("k", call, idempotent=False)
     result, seen = drive(
-        request, [Outcome([rx.NoScriptError("No matching script")]), Outcome([b"sha", 7])]
+        exchange(request, POLICY),
+        [Outcome([rx.NoScriptError("No matching script")]), Outcome([b"sha", 7])],
     )
     assert result == [7]
     assert seen[1] == Send("k", (("SCRIPT", "LOAD", b"return 1"), call.command()))
@@ -54,7 +40,7 @@ def test_noscript_loads_the_script_and_sends_again_even_for_a_write() -> None:
 def test_moved_refreshes_the_slot_map_and_sends_again() -> None:
     request = write("k", ("INCR", "k"), idempotent=False)
     moved = rx.MovedError("3999 127.0.0.1:7001")
-    result, seen = drive(request, [Outcome([moved]), None, Outcome([5])])
+    result, seen = drive(exchange(request, POLICY), [Outcome([moved]), None, Outcome([5])])
     assert result == [5]
     assert isinstance(seen[1], Refresh)
     assert seen[2] == Send("k", (("INCR", "k"),))
@@ -63,7 +49,8 @@ def test_moved_refreshes_the_slot_map_and_sends_again() -> None:
 def test_ask_goes_to_the_named_node_after_asking() -> None:
     request = write("k", ("INCR", "k"), idempotent=False)
     result, seen = drive(
-        request, [Outcome([rx.AskError("3999 10.0.0.9:7002")]), Outcome([b"OK", 1])]
+        exchange(request, POLICY),
+        [Outcome([rx.AskError("3999 10.0.0.9:7002")]), Outcome([b"OK", 1])],
     )
     assert result == [1]
     assert seen[1] == Send(Address("10.0.0.9", 7002), (("ASKING",), ("INCR", "k")))
@@ -83,7 +70,7 @@ def test_transient_refusals_back_off_then_send_again(error: Exception) -> None:
     answers: list[Any] = [Outcome([error])]
     answers += [None, None] if isinstance(error, rx.ClusterDownError) else [None]
     answers.append(Outcome([3]))
-    result, seen = drive(request, answers)
+    result, seen = drive(exchange(request, POLICY), answers)
     assert result == [3]
     assert any(isinstance(a, Sleep) and 0 < a.seconds <= POLICY.backoff_cap for a in seen)
 
@@ -91,21 +78,27 @@ def test_transient_refusals_back_off_then_send_again(error: Exception) -> None:
 def test_failure_before_sending_retries_even_a_write() -> None:
     request = write("k", ("INCR", "k"), idempotent=False)
     refused = rx.ConnectionError("Error 111 connecting")
-    result, _ = drive(request, [Outcome([], refused, delivered=False), None, None, Outcome([1])])
+    result, _ = drive(
+        exchange(request, POLICY), [Outcome([], refused, delivered=False), None, None, Outcome([1])]
+    )
     assert result == [1]
 
 
 def test_lost_reply_to_a_write_is_never_sent_again() -> None:
     request = write("k", ("INCR", "k"), idempotent=False)
     with pytest.raises(OutcomeUnknown) as caught:
-        drive(request, [Outcome([], rx.TimeoutError("Timeout reading"), delivered=True)])
+        drive(
+            exchange(request, POLICY),
+            [Outcome([], rx.TimeoutError("Timeout reading"), delivered=True)],
+        )
     assert isinstance(caught.value.__cause__, rx.TimeoutError)
 
 
 def test_lost_reply_to_a_read_is_retried() -> None:
     request = read("k", ("GET", "k"))
     result, _ = drive(
-        request, [Outcome([], rx.TimeoutError("t"), delivered=True), None, None, Outcome([b"v"])]
+        exchange(request, POLICY),
+        [Outcome([], rx.TimeoutError("t"), delivered=True), None, None, Outcome([b"v"])],
     )
     assert result == [b"v"]
 
@@ -115,7 +108,7 @@ def test_replies_read_before_the_break_are_kept() -> None:
     # retried (it is idempotent) and the first is not sent twice.
     request = read("k", ("GET", "a"), ("GET", "b"))
     result, seen = drive(
-        request,
+        exchange(request, POLICY),
         [Outcome([b"A"], rx.ConnectionError("reset"), delivered=True), None, None, Outcome([b"B"])],
     )
     assert result == [b"A", b"B"]
@@ -127,7 +120,7 @@ def test_retry_budget_ends_in_redis_unavailable() -> None:
     down = Outcome([], rx.ConnectionError("refused"), delivered=False)
     answers = [down, None, None, down, None, None, down]
     with pytest.raises(RedisUnavailable) as caught:
-        drive(request, answers)
+        drive(exchange(request, POLICY), answers)
     assert not isinstance(caught.value, OutcomeUnknown)
     assert "3 tries" in str(caught.value)
 
@@ -135,19 +128,27 @@ def test_retry_budget_ends_in_redis_unavailable() -> None:
 def test_bad_credentials_are_not_retried() -> None:
     request = read("k", ("GET", "k"))
     with pytest.raises(RedisUnavailable, match="credentials"):
-        drive(request, [Outcome([], rx.AuthenticationError("WRONGPASS"), delivered=False)])
+        drive(
+            exchange(request, POLICY),
+            [Outcome([], rx.AuthenticationError("WRONGPASS"), delivered=False)],
+        )
 
 
 def test_an_unexpected_error_reply_raises_server_error() -> None:
     request = read("k", ("GET", "k"))
     with pytest.raises(ServerError, match="WRONGTYPE"):
-        drive(request, [Outcome([rx.ResponseError("WRONGTYPE Operation against a key")])])
+        drive(
+            exchange(request, POLICY),
+            [Outcome([rx.ResponseError("WRONGTYPE Operation against a key")])],
+        )
 
 
 def test_fan_out_groups_by_node_and_sends_in_one_batch() -> None:
     step = (read("a", ("GET", "a")), read("b", ("GET", "b")), read("c", ("GET", "c")))
     located = [("n1", "node1"), ("n2", "node2"), ("n1", "node1")]
-    result, seen = drive(step, [located, [Outcome([b"A", b"C"]), Outcome([b"B"])]])
+    result, seen = drive(
+        exchange(step, POLICY), [located, [Outcome([b"A", b"C"]), Outcome([b"B"])]]
+    )
     assert result == [[b"A"], [b"B"], [b"C"]]
     assert seen[0] == Locate(("a", "b", "c"))
     assert seen[1] == Batch(
@@ -158,19 +159,19 @@ def test_fan_out_groups_by_node_and_sends_in_one_batch() -> None:
 def test_requests_on_one_node_go_in_one_send_and_replies_split_back() -> None:
     step = (read("a", ("GET", "a"), ("GET", "x")), write("b", ("INCR", "b"), idempotent=False))
     located = [("n1", "node1"), ("n1", "node1")]
-    result, seen = drive(step, [located, Outcome([b"A", b"X", 3])])
+    result, seen = drive(exchange(step, POLICY), [located, Outcome([b"A", b"X", 3])])
     assert result == [[b"A", b"X"], [3]]
     assert seen == [
         Locate(("a", "b")),
         Send("node1", (("GET", "a"), ("GET", "x"), ("INCR", "b"))),
     ]
     # A single server has no node handles: the send goes by the first route.
-    result, seen = drive(step, [[("server", None)] * 2, Outcome([b"A", b"X", 3])])
+    result, seen = drive(exchange(step, POLICY), [[("server", None)] * 2, Outcome([b"A", b"X", 3])])
     assert seen[1] == Send("a", (("GET", "a"), ("GET", "x"), ("INCR", "b")))
 
 
 def test_no_requests_send_nothing() -> None:
-    result, seen = drive((), [])
+    result, seen = drive(exchange((), POLICY), [])
     assert (result, seen) == ([], [])
 
 
@@ -184,7 +185,7 @@ def test_a_redirect_in_a_shared_send_resends_only_that_request() -> None:
         [("n2", "node2")],
         Outcome([4]),
     ]
-    result, seen = drive(step, answers)
+    result, seen = drive(exchange(step, POLICY), answers)
     assert result == [[b"A"], [4]]
     assert isinstance(seen[2], Refresh)
     assert seen[4] == Send("node2", (("INCR", "b"),))
@@ -195,7 +196,7 @@ def test_gather_reports_failures_per_request() -> None:
     lost = write("b", ("INCR", "b"), idempotent=False)
     located = [("n1", "node1"), ("n2", "node2")]
     broken = Outcome([], rx.TimeoutError("t"), delivered=True)
-    result, _ = drive(Gather((ok, lost)), [located, [Outcome([1]), broken]])
+    result, _ = drive(exchange(Gather((ok, lost)), POLICY), [located, [Outcome([1]), broken]])
     assert result[0] == [1]
     assert isinstance(result[1], OutcomeUnknown)
 
@@ -206,7 +207,7 @@ def test_gather_marks_unreachable_requests_as_not_applied() -> None:
     answers: list[Any] = [down]  # a single request needs no Locate
     for _ in range(POLICY.attempts):
         answers += [None, None, down]
-    result, _ = drive(Gather((a,)), answers)
+    result, _ = drive(exchange(Gather((a,)), POLICY), answers)
     assert type(result[0]) is RedisUnavailable
 
 
@@ -220,7 +221,7 @@ def test_unlocated_slot_is_sent_by_route_and_retried() -> None:
         None,
     ]
     answers += [[("n2", "node2")], Outcome([b"B"])]
-    result, _ = drive(step, answers)
+    result, _ = drive(exchange(step, POLICY), answers)
     assert result == [[b"A"], [b"B"]]
 
 
@@ -231,14 +232,16 @@ def test_request_is_a_frozen_value() -> None:
 
 
 def test_a_fan_out_of_one_takes_the_hot_path() -> None:
-    result, seen = drive((read("k", ("GET", "k")),), [Outcome([b"v"])])
+    result, seen = drive(exchange((read("k", ("GET", "k")),), POLICY), [Outcome([b"v"])])
     assert result == [[b"v"]]
     assert seen == [Send("k", (("GET", "k"),))]  # no Locate
 
 
 def test_a_fan_out_of_one_recovers_like_a_request() -> None:
     step = (write("k", ("INCR", "k"), idempotent=False),)
-    result, _ = drive(step, [Outcome([rx.MovedError("1 h:1")]), None, Outcome([1])])
+    result, _ = drive(
+        exchange(step, POLICY), [Outcome([rx.MovedError("1 h:1")]), None, Outcome([1])]
+    )
     assert result == [[1]]
 
 
@@ -267,9 +270,9 @@ def test_the_hot_path_helpers_send_what_the_exchange_sends() -> None:
         sent = flat(commands)
         replies = [f"r{n}".encode() for n in range(len(sent))]
         located = [("server", None)] * (len(step) if isinstance(step, tuple) else 1)
-        answers = [located, Outcome(replies)] if isinstance(step, tuple) and len(step) > 1 else []
+        answers = [located] if isinstance(step, tuple) and len(step) > 1 else []
         answers.append(Outcome(list(replies)))
-        result, seen = drive(step, answers)
+        result, seen = drive(exchange(step, POLICY), answers)
         assert seen[-1] == Send(seen[-1].target, sent)
         assert settled(step, Outcome(list(replies)), commands) == result
 
