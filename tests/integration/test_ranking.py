@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -53,14 +54,18 @@ def test_the_command_line_reads_the_ranking(redis_url: str, prefix: str) -> None
         tier.ranking.record_view(item)
     webtier.disconnect(client)
 
-    def run(*args: str) -> str:
+    def run(*args: str, code: int = 0) -> str:
         result = CliRunner().invoke(main, ["--url", redis_url, "--prefix", prefix, *args])
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == code, result.output
         return result.output
 
-    assert run("ranking", "top", "-n", "5").split() == ["0", "2.00", "b", "1", "1.00", "a"]
-    assert run("ranking", "rank", "a") == "1\n"
-    assert run("ranking", "rank", "z") == "not ranked\n"
+    assert json.loads(run("ranking", "top", "-n", "5", "--json"))["items"] == [
+        {"place": 0, "item": "b", "views": 2.0},
+        {"place": 1, "item": "a", "views": 1.0},
+    ]
+    assert run("ranking", "top", "-n", "5").split()[-6:] == ["0", "2.00", "b", "1", "1.00", "a"]
+    assert json.loads(run("ranking", "rank", "a", "--json")) == {"item": "a", "place": 1}
+    assert "not ranked" in run("ranking", "rank", "z", code=1)
     result = CliRunner().invoke(main, ["--url", redis_url, "ranking", "top", "-n", "-1"])
     assert result.exit_code == 1
     assert "Traceback" not in result.output
