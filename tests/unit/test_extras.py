@@ -87,7 +87,7 @@ def test_the_command_without_the_cli_extra_is_one_line() -> None:
     done = webtier_command("--help", blocked="click")
     assert done.returncode == 2
     assert done.stderr == (
-        "webtier[cli] is needed for the webtier command: pip install 'webtier[cli]'\n"
+        "error: webtier[cli] is needed for the webtier command: pip install 'webtier[cli]'\n"
     )
 
 
