@@ -15,7 +15,7 @@ def main() -> None:
     try:
         from webtier.cli import main as command
     except MissingExtra as missing:
-        print(missing, file=sys.stderr)
+        print(f"error: {missing}", file=sys.stderr)
         raise SystemExit(2) from None
     command(prog_name="webtier")
 

@@ -19,8 +19,11 @@ they connect, so a hung server costs an operation no more than its limit
 even on a new connection.
 
 Errors are webtier's: a cluster none of whose seeds answers raises
-:class:`~webtier.errors.RedisUnavailable`, a seed that is not in cluster
-mode :class:`~webtier.errors.ConfigError`.
+:class:`~webtier.errors.RedisUnavailable`; a seed that is not in cluster
+mode, a ``rediss://`` URL on a plain-TCP server (within the connect timeout:
+:mod:`webtier._core.tls_check`) or a database number the server does not
+have raise :class:`~webtier.errors.ConfigError`, sync or asyncio, at once
+(``connect()`` of a cluster) or on the first operation.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from redis.retry import Retry
 
 from webtier._core.deadline import time_left
 from webtier._core.redis_errors import as_webtier_error
+from webtier._core.tls_check import AsyncTlsChecked, TlsChecked
 from webtier.config import Config
 from webtier.errors import ConfigError
 
@@ -169,8 +173,35 @@ def _time_bound(kind: type) -> type:
     if issubclass(kind, _TimeBound):
         return kind
     if kind not in _TIME_BOUND:
-        _TIME_BOUND[kind] = type(f"TimeBound{kind.__name__}", (_TimeBound, kind), {})
+        mixins = (
+            (_TimeBound, TlsChecked) if issubclass(kind, redis.SSLConnection) else (_TimeBound,)
+        )
+        _TIME_BOUND[kind] = type(f"TimeBound{kind.__name__}", (*mixins, kind), {})
     return _TIME_BOUND[kind]
+
+
+def _tls_checked_async(kind: type) -> type:
+    if not issubclass(kind, redis.asyncio.SSLConnection) or issubclass(kind, AsyncTlsChecked):
+        return kind
+    if kind not in _TIME_BOUND:
+        _TIME_BOUND[kind] = type(f"TlsChecked{kind.__name__}", (AsyncTlsChecked, kind), {})
+    return _TIME_BOUND[kind]
+
+
+class _AsyncClusterClient(redis.asyncio.cluster.RedisCluster):
+    """The asyncio cluster client connect_async() makes: it reads the slot
+    map on first use, so a seed that is not in cluster mode is found there;
+    it says so at once (ConfigError) instead of being retried as an outage."""
+
+    async def initialize(self, *args: Any, **kwargs: Any) -> redis.asyncio.cluster.RedisCluster:
+        try:
+            await super().initialize(*args, **kwargs)
+        except rx.RedisClusterException as error:
+            meaning = as_webtier_error(error)
+            if isinstance(meaning, ConfigError):
+                raise meaning from error
+            raise
+        return self
 
 
 def _bound(pool: Any) -> None:
@@ -186,9 +217,14 @@ def connect_async(
     target = parse(url, **options)
     if target.cluster:
         nodes = [redis.asyncio.cluster.ClusterNode(h, p) for h, p in target.seeds[1:]]
-        return redis.asyncio.cluster.RedisCluster.from_url(
-            target.url, startup_nodes=nodes, **target.options
-        )
+        cluster = _AsyncClusterClient.from_url(target.url, startup_nodes=nodes, **target.options)
+        manager = cast(Any, cluster).nodes_manager
+        kind = _tls_checked_async(manager.connection_kwargs.get("connection_class", object))
+        if kind is not object:
+            manager.connection_kwargs["connection_class"] = kind
+        for node in manager.startup_nodes.values():
+            node.connection_class = _tls_checked_async(node.connection_class)
+        return cluster
     # One asyncio process may have hundreds of requests in flight: past the
     # pool's cap a request waits for a free connection (up to ``pool_timeout``
     # seconds) instead of failing at once with "Too many connections".
@@ -199,6 +235,7 @@ def connect_async(
         timeout=options.pop("pool_timeout", ASYNC_POOL_TIMEOUT),
         **options,
     )
+    pool.connection_class = _tls_checked_async(pool.connection_class)
     return redis.asyncio.Redis.from_pool(pool)
 
 

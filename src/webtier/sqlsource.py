@@ -11,6 +11,11 @@ holds, and no SQL is written by hand::
     )
 
 Many rows are loaded with one ``SELECT ... WHERE key IN (...)``.
+
+A source only reads: from a URL it never creates a SQLite file (a typo in
+the path would otherwise read as an empty table), and a missing table, file
+or database driver is a :class:`~webtier.errors.SourceError` (or
+:class:`~webtier.errors.MissingExtra`) that names it.
 """
 
 from __future__ import annotations
@@ -18,14 +23,62 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from webtier._core.extras import extra_needed
-from webtier.errors import ConfigError, InvalidInput
+from webtier.errors import ConfigError, InvalidInput, SourceError
 from webtier.rowsource import Row, Source
 
 with extra_needed("sql", "SQL row sources"):
     import sqlalchemy as sa
+
+# A URL that names no driver gets the one webtier's extra installs (SQLAlchemy's
+# own default for postgresql:// is psycopg2, which no extra brings).
+_DEFAULT_DRIVERS = {"postgresql": "psycopg"}
+
+
+def shown(url: sa.URL) -> str:
+    """A database URL as messages show it: without its password."""
+    return url.render_as_string(hide_password=True)
+
+
+def open_engine(database: str | sa.URL, *, create: bool = False) -> sa.Engine:
+    """An engine on ``database``. A SQLite file must exist unless ``create``
+    (only ``webtier rows init`` creates one), and stays uncreated even if it
+    is deleted later (it is opened read-write, never created). A missing
+    driver raises MissingExtra (psycopg) or ConfigError (any other)."""
+    url = sa.make_url(database)
+    if "+" not in url.drivername and url.drivername in _DEFAULT_DRIVERS:
+        url = url.set(drivername=f"{url.drivername}+{_DEFAULT_DRIVERS[url.drivername]}")
+    named = url
+    if not create:
+        url = _sqlite_without_create(url)
+    try:
+        with extra_needed("postgres", "PostgreSQL row sources"):
+            return sa.create_engine(url)
+    except ModuleNotFoundError as error:  # SQLAlchemy imports the driver here
+        raise ConfigError(
+            f"the database driver {error.name!r} for {shown(named)} is not installed: "
+            f"pip install {error.name}"
+        ) from None
+
+
+def _sqlite_without_create(url: sa.URL) -> sa.URL:
+    path = url.database
+    if url.get_backend_name() != "sqlite" or url.get_driver_name() != "pysqlite":
+        return url
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return url  # in memory, or already a URI of the caller's own
+    if not Path(path).is_file():
+        raise SourceError(
+            f"database file {path} not found ({shown(url)}): check the path "
+            "(webtier rows init creates the demo shop's)"
+        )
+    # SQLite's URI form, mode=rw: open the file read-write, never create it.
+    return url.set(database=f"file:{Path(path).as_posix()}").update_query_dict(
+        {"mode": "rw", "uri": "true"}
+    )
 
 
 def _python_type(column: sa.Column[Any]) -> type | None:
@@ -89,7 +142,7 @@ class SqlSource(Source):
         with self._lock:
             if self._engine is None:
                 # Made here only when built from a URL (an Engine is kept as given).
-                self._engine = sa.create_engine(cast(str | sa.URL, self._url))
+                self._engine = open_engine(cast(str | sa.URL, self._url))
             return self._engine
 
     def dispose(self) -> None:
@@ -131,11 +184,30 @@ class SqlSource(Source):
             engine = self.engine
             with self._lock:
                 if self._query is None:
-                    table = sa.Table(
-                        self._table_name, sa.MetaData(), autoload_with=engine, schema=self.schema
-                    )
-                    self._query = self._prepare(table)
+                    self._query = self._prepare(self._reflected(engine))
         return self._query
+
+    def _reflected(self, engine: sa.Engine) -> sa.Table:
+        try:
+            return sa.Table(
+                self._table_name, sa.MetaData(), autoload_with=engine, schema=self.schema
+            )
+        except sa.exc.NoSuchTableError:
+            # SQLAlchemy's message is the bare table name: say what it means.
+            raise self._not_found(engine) from None
+
+    def _not_found(self, engine: sa.Engine) -> SourceError:
+        table = self._table_name if self.schema is None else f"{self.schema}.{self._table_name}"
+        named = engine.url if self._url is None else sa.make_url(self._url)
+        return SourceError(f"table {table!r} not found in {shown(named)}")
+
+    def _table_missing(self, engine: sa.Engine) -> bool:
+        """Asked after a query failed, to name that cause rather than the
+        driver's words for it; False if even that cannot be told."""
+        try:
+            return not sa.inspect(engine).has_table(self._table_name, schema=self.schema)
+        except sa.exc.SQLAlchemyError:
+            return False
 
     def load(self, keys: Sequence[str]) -> dict[str, Row]:
         query, key, kind, names = self._prepared()
@@ -147,13 +219,19 @@ class SqlSource(Source):
                 continue  # "abc" in an integer column: no such row
         if not wanted:
             return {}
-        with self.engine.connect() as conn:
-            result = conn.execute(query.where(key.in_(list(wanted))))
-            columns = list(result.keys())
-            at = columns.index(self.key_column)
-            found: dict[str, Row] = {}
-            for values in result:
-                asked = wanted.get(values[at])
-                if asked is not None:
-                    found[asked] = dict(zip(names, values, strict=False))
+        engine = self.engine
+        try:
+            with engine.connect() as conn:
+                result = conn.execute(query.where(key.in_(list(wanted))))
+                columns = list(result.keys())
+                at = columns.index(self.key_column)
+                found: dict[str, Row] = {}
+                for values in result:
+                    asked = wanted.get(values[at])
+                    if asked is not None:
+                        found[asked] = dict(zip(names, values, strict=False))
+        except sa.exc.DBAPIError as error:
+            if self._table_missing(engine):  # a declared Table, not in this database
+                raise self._not_found(engine) from error
+            raise
         return found

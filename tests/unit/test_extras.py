@@ -87,7 +87,7 @@ def test_the_command_without_the_cli_extra_is_one_line() -> None:
     done = webtier_command("--help", blocked="click")
     assert done.returncode == 2
     assert done.stderr == (
-        "webtier[cli] is needed for the webtier command: pip install 'webtier[cli]'\n"
+        "error: webtier[cli] is needed for the webtier command: pip install 'webtier[cli]'\n"
     )
 
 
@@ -95,5 +95,5 @@ def test_a_command_without_its_extra_is_one_line() -> None:
     done = webtier_command("rows", "init", blocked="sqlalchemy")
     assert done.returncode == 2
     assert done.stderr == (
-        "Error: webtier[sql] is needed for the row cache commands: pip install 'webtier[sql]'\n"
+        "error: webtier[sql] is needed for the row cache commands: pip install 'webtier[sql]'\n"
     )

@@ -10,7 +10,12 @@ from webtier.errors import ConfigError, RedisUnavailable, ServerError, WebtierEr
 # By the start of redis-py's message, what a command it refused means.
 _MEANINGS: tuple[tuple[str, type[WebtierError], str], ...] = (
     ("Cluster mode is not enabled", ConfigError, "not a Redis Cluster: use a redis:// URL"),
-    ("DB index is out of range", ConfigError, "no such database on this server"),
+    (
+        "DB index is out of range",
+        ConfigError,
+        "no such database number on this server: use one below its 'databases' setting "
+        "(16 unless configured), as in redis://host:6379/0",
+    ),
 )
 
 

@@ -1,5 +1,6 @@
 """The ``webtier`` group: the options every command shares, commands
-imported only when run, and a missing extra as one line."""
+imported only when run, and every failure as one line
+(:mod:`webtier.cli.failures`)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,10 @@ from typing import Any
 
 import click
 
+from webtier._core.keys import check_prefix
+from webtier.cli.failures import VERBOSITY, as_command_failure, show_traceback
 from webtier.cli.shared import SharedOptions
-from webtier.errors import MissingExtra
-
-
-class ExitForMissingExtra(click.ClickException):
-    """Click's form of :class:`MissingExtra`: its one-line message and
-    exit status 2 (as for a usage error: nothing was done)."""
-
-    exit_code = 2
+from webtier.errors import ConfigError
 
 
 class LazyCommand(click.Command):
@@ -32,7 +28,7 @@ class LazyCommand(click.Command):
 
 class CommandGroup(click.Group):
     """A group whose lazy commands load when resolved, and whose commands'
-    missing extras end the run with the message naming the extra."""
+    failures end the run with one line (a traceback only with ``-vv``)."""
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -45,8 +41,21 @@ class CommandGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except MissingExtra as missing:
-            raise ExitForMissingExtra(str(missing)) from missing
+        except (click.exceptions.Exit, click.Abort):
+            raise  # a command's own exit, or Ctrl-C: click ends those itself
+        except Exception as error:
+            verbosity = int(ctx.meta.get(VERBOSITY, 0))
+            if verbosity >= 2 and not isinstance(error, click.ClickException):
+                show_traceback(error)
+            raise as_command_failure(error, verbosity) from error
+
+
+def _checked_prefix(ctx: click.Context, param: click.Parameter, prefix: str) -> str:
+    # Here rather than when the tier is made: a bad prefix is a usage error.
+    try:
+        return check_prefix(prefix)
+    except ConfigError as error:
+        raise click.BadParameter(str(error), ctx, param) from None
 
 
 @click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,7 +72,12 @@ class CommandGroup(click.Group):
     help="Where the embedded redis-server keeps its data [default: ~/.local/share/webtier/redis].",
 )
 @click.option(
-    "--prefix", envvar="WEBTIER_PREFIX", default="webtier", show_default=True, help="Key prefix."
+    "--prefix",
+    envvar="WEBTIER_PREFIX",
+    default="webtier",
+    show_default=True,
+    callback=_checked_prefix,
+    help="Key prefix.",
 )
 @click.option(
     "--database",
@@ -83,6 +97,7 @@ def main(
     verbose: int,
 ) -> None:
     """webtier: the Redis web tier of Redis in Action, for Python web apps."""
+    ctx.meta[VERBOSITY] = verbose
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     ctx.obj = SharedOptions(url or None, data_dir, prefix, database or None)

@@ -8,6 +8,9 @@ that run, never by ``webtier --help``.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
 
 from webtier._core.extras import extra_needed
@@ -28,26 +31,49 @@ def _fail(error: Exception) -> click.ClickException:
     return click.ClickException(str(error).splitlines()[0])
 
 
+def _missing_sqlite_folder(engine: Any, *, named: bool) -> Path | None:
+    """The folder of a SQLite file named by ``--database`` if it does not
+    exist: a typo in a path is refused rather than created."""
+    path = engine.url.database
+    if not named or engine.dialect.name != "sqlite" or not path or path == ":memory:":
+        return None
+    folder = Path(path).parent
+    return None if folder.is_dir() else folder
+
+
 @click.group()
 def rows() -> None:
     """The row cache: inventory rows of the shop's database, kept fresh in Redis."""
 
 
 @rows.command("init")
-@click.option("--items", default=1000, show_default=True, help="Items 1..N to have in stock.")
+@click.option(
+    "--items", type=click.IntRange(0, 10_000_000), default=1000, show_default=True,
+    help="Items 1..N to have in stock (up to 10000000).",
+)  # fmt: skip
 @click.option("--reset", is_flag=True, help="Drop the inventory table first.")
 @pass_options
 def init(options: SharedOptions, items: int, reset: bool) -> None:
-    """Create the shop's database and seed its inventory."""
+    """Create the shop's database and seed its inventory.
+
+    A SQLite file named by --database is created in an existing folder only;
+    the default one (beside the embedded data) gets its folder made."""
     with extra_needed("sql", "the row cache commands"):
         import sqlalchemy as sa
 
     from webtier.demo import shopdb
+    from webtier.sqlsource import open_engine
 
     try:
-        engine = sa.create_engine(options.database_url())
+        engine = open_engine(options.database_url(), create=True)
     except sa.exc.SQLAlchemyError as error:
         raise _fail(error) from error
+    folder = _missing_sqlite_folder(engine, named=options.database is not None)
+    if folder is not None:
+        raise click.ClickException(
+            f"folder {folder} does not exist: create it first "
+            "(webtier creates only its own data directory, not one --database names)"
+        )
     try:
         added = shopdb.create(engine, items, reset=reset)
     except sa.exc.SQLAlchemyError as error:

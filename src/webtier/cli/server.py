@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from webtier.cli.shared import SharedOptions, pass_options
+from webtier.cli.shared import SharedOptions, confirm, pass_options
 from webtier.cli.signals import stop_on_signals
 from webtier.embedded import EmbeddedRedis, default_data_dir, stop_server
 from webtier.embedded.status import server_status
@@ -96,9 +96,7 @@ def stop(options: SharedOptions) -> None:
 def reset(options: SharedOptions, yes: bool) -> None:
     """Empty the embedded redis-server (never a --url server)."""
     data_dir = data_dir_of(options)
-    if not yes:
-        question = f"Delete all the data of the embedded redis-server in {data_dir}?"
-        click.confirm(question, abort=True)
+    confirm(f"Delete all the data of the embedded redis-server in {data_dir}?", yes)
     import redis
 
     embedded = joined(options)

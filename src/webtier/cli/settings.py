@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import click
 
 from webtier._ops.deployment import VERSION
-from webtier.cli.shared import SharedOptions, pass_options
+from webtier.cli.shared import SharedOptions, confirm, pass_options
 from webtier.config import Config
 from webtier.config.deployment import LAYOUT, differences, following, layout, parse
 from webtier.connect import open as open_tier
@@ -107,12 +107,11 @@ def settings_adopt(options: SharedOptions, assignments: tuple[str, ...], yes: bo
             return
         for name, value, old in differ or ((n, v, "(none)") for n, v in new.items()):
             click.echo(f"  {name}: {old} -> {value}")
-        if not yes:
-            click.confirm(
-                "Data written under the old settings stays where it is, where processes "
-                "of the new ones do not look. Store these as the deployment's settings?",
-                abort=True,
-            )
+        confirm(
+            "Data written under the old settings stays where it is, where processes "
+            "of the new ones do not look. Store these as the deployment's settings?",
+            yes,
+        )
         WebTier(tier.client, wanted).deployment.adopt()
     click.echo(f"stored as the settings of prefix {options.prefix!r}")
 
@@ -138,12 +137,11 @@ def _readable(tier: WebTier) -> DeploymentSettings | None:
 @pass_options
 def settings_reset(options: SharedOptions, yes: bool) -> None:
     """Remove the stored settings: the next writer's become the deployment's."""
-    if not yes:
-        click.confirm(
-            f"Remove the stored settings of prefix {options.prefix!r}? The next process "
-            "that writes stores its own",
-            abort=True,
-        )
+    confirm(
+        f"Remove the stored settings of prefix {options.prefix!r}? The next process "
+        "that writes stores its own.",
+        yes,
+    )
     with _tier(options) as tier:
         removed = tier.deployment.reset()
     click.echo("removed" if removed else f"no settings were stored under {options.prefix!r}")

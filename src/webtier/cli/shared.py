@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,7 +16,6 @@ from webtier.cli.deployment import following_deployment
 from webtier.config import Config, RowSettings, SessionSettings, StatsSettings
 from webtier.connect import open as open_tier
 from webtier.embedded import default_data_dir
-from webtier.errors import WebtierError
 from webtier.sync import WebTier
 
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ class SharedOptions:
     def tier(self, *, with_rows: bool = False) -> Iterator[WebTier]:
         """A tier on the Redis of the options; ``with_rows``: with the shop's
         row sources configured (what the worker refreshes). A webtier error
-        inside the block ends the command with its one-line message."""
+        inside the block ends the command with its one-line message (the
+        group shows it: webtier.cli.failures)."""
         sources = self.row_sources() if with_rows else ()
         config = Config(
             prefix=self.prefix,
@@ -47,11 +48,8 @@ class SharedOptions:
             stats=self.stats,
             sessions=self.sessions,
         )
-        try:
-            with open_tier(self.url, config=config, data_dir=self.data_dir) as tier:
-                yield following_deployment(tier)  # refuses settings the deployment's contradict
-        except WebtierError as error:
-            raise click.ClickException(str(error)) from error
+        with open_tier(self.url, config=config, data_dir=self.data_dir) as tier:
+            yield following_deployment(tier)  # refuses settings the deployment's contradict
 
     # -- row cache ----------------------------------------------------------------------
     def database_url(self) -> str:
@@ -70,6 +68,19 @@ class SharedOptions:
         if self.database is None and not shop_db_path(self.data_dir).exists():
             return ()
         return (self.inventory(),)
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option within bounds, never nan or infinity (click's
+    FloatRange lets nan through: it compares false with either bound)."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 def shop_db_path(data_dir: Path | None) -> Path:
@@ -95,3 +106,16 @@ def with_app_settings(
     ctx.obj = dataclasses.replace(
         options, stats=stats or options.stats, sessions=sessions or options.sessions
     )
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Go on only if ``--yes`` was given or the answer is yes; otherwise end
+    with one line, also when there is nothing to read the answer from."""
+    if yes:
+        return
+    try:
+        agreed = click.confirm(question)
+    except click.Abort:  # end of input, or Ctrl-C at the question
+        agreed = False
+    if not agreed:
+        raise click.ClickException("not confirmed: nothing was changed (--yes skips the question)")

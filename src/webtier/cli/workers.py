@@ -9,7 +9,7 @@ import time
 import click
 
 from webtier.cli.output import json_option, print_json, print_table, say_empty
-from webtier.cli.shared import SharedOptions, pass_options
+from webtier.cli.shared import FiniteFloat, SharedOptions, pass_options
 from webtier.cli.signals import stop_on_signals
 from webtier.errors import WebtierError
 from webtier.workers import ColdStop, Worker, jobs_named
@@ -18,7 +18,10 @@ from webtier.workers import ColdStop, Worker, jobs_named
 @click.command()
 @click.option("--job", "jobs", multiple=True, help="Run only this job (repeatable). Default: all.")
 @click.option("--once", is_flag=True, help="Run every job once, then exit.")
-@click.option("--heartbeat", default=5.0, show_default=True, help="Seconds between liveness beats.")
+@click.option(
+    "--heartbeat", type=FiniteFloat(min=0.1, max=86_400), default=5.0, show_default=True,
+    help="Seconds between liveness beats (0.1 to 86400).",
+)  # fmt: skip
 @pass_options
 def worker(options: SharedOptions, jobs: tuple[str, ...], once: bool, heartbeat: float) -> None:
     """Run the maintenance jobs (counter cleanup...) until stopped."""
