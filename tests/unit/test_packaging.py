@@ -91,5 +91,5 @@ def test_the_wheel_alone_is_the_light_library(tmp_path: Path) -> None:
     )
     assert (command.returncode, command.stdout) == (2, "")
     assert command.stderr == (
-        "webtier[cli] is needed for the webtier command: pip install 'webtier[cli]'\n"
+        "error: webtier[cli] is needed for the webtier command: pip install 'webtier[cli]'\n"
     )
