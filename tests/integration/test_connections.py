@@ -269,3 +269,23 @@ def test_an_asyncio_error_reply_is_a_server_error(server: RedisServer) -> None:
             await client.aclose()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.onlynoncluster
+def test_a_client_pinned_to_one_connection_is_refused(redis_url: str) -> None:
+    import redis
+    import redis.asyncio
+
+    pinned = redis.Redis.from_url(redis_url, single_connection_client=True)
+    with pytest.raises(webtier.ConfigError, match="single_connection_client"):
+        webtier.WebTier(pinned)
+    pinned.close()
+
+    async def pinned_async() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url, single_connection_client=True)
+        await client.initialize()  # the asyncio client takes its connection here
+        with pytest.raises(webtier.ConfigError, match="single_connection_client"):
+            webtier.AsyncWebTier(client)
+        await client.aclose()
+
+    asyncio.run(pinned_async())

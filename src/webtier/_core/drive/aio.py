@@ -38,6 +38,7 @@ from webtier._core.drive.shared import (
     _out_of_time,
     _sleep_for,
     _throw,
+    pool_of,
 )
 from webtier._core.protocol import Call, Command, Op, Reply, Step
 from webtier._core.redispy import pack
@@ -148,12 +149,8 @@ class AsyncTransport:
         if isinstance(client, redis.asyncio.cluster.RedisCluster):
             self._cluster: redis.asyncio.cluster.RedisCluster | None = client
         elif isinstance(client, redis.asyncio.Redis):
-            if client.connection is not None:
-                raise ConfigError(
-                    "single_connection_client clients are not supported; pass a pooled client"
-                )
             self._cluster = None
-            self._pool = client.connection_pool
+            self._pool = pool_of(client)
         else:
             raise ConfigError(f"expected an asyncio redis-py client, got {type(client).__name__}")
         self.client = client

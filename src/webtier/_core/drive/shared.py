@@ -21,6 +21,7 @@ from webtier._core.actions import (
 from webtier._core.deadline import Budget
 from webtier._core.protocol import Call, Op, Step
 from webtier._core.redis_errors import as_webtier_error
+from webtier.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -117,3 +118,14 @@ def _locate(cluster: Any, route: str) -> Any:
     except _UNREACHABLE as error:
         return error
     return (node.name, node)
+
+
+def pool_of(client: Any) -> Any:
+    """The connection pool of a single-server client (sync or asyncio). A
+    client pinned to one connection is refused: webtier's calls, from any
+    thread or task, would share that connection."""
+    if client.connection is not None:
+        raise ConfigError(
+            "single_connection_client clients are not supported; pass a pooled client"
+        )
+    return client.connection_pool

@@ -35,6 +35,7 @@ from webtier._core.drive.shared import (
     _out_of_time,
     _sleep_for,
     _throw,
+    pool_of,
 )
 from webtier._core.protocol import Call, Command, Op, Reply, Step
 from webtier._core.redispy import checkin, checkout, pack, reply_reader
@@ -81,12 +82,8 @@ class SyncTransport:
         if isinstance(client, redis.cluster.RedisCluster):
             self._cluster: redis.cluster.RedisCluster | None = client
         elif isinstance(client, redis.Redis):
-            if client.connection is not None:
-                raise ConfigError(
-                    "single_connection_client clients are not supported; pass a pooled client"
-                )
             self._cluster = None
-            self._pool = client.connection_pool
+            self._pool = pool_of(client)
         else:
             raise ConfigError(f"expected a sync redis-py client, got {type(client).__name__}")
         self.client = client
