@@ -17,6 +17,7 @@ from functools import partial
 from benchmarks import book
 from benchmarks._counter_workloads import client_on, tier_on
 from benchmarks._loops import Loop
+from webtier._ops import ranking as ranking_ops
 
 CATALOGUE = 100_000  # items that can be viewed
 _rng = random.Random(25)
@@ -101,6 +102,11 @@ def load_rankings(url: str, book_url: str, items: int) -> None:
     ``items - k`` views (the book stores them negated)."""
     scores = {f"item:{k}": items - k for k in range(items)}
     with tier_on(url) as tier:
-        tier.client.zadd(tier.config.keys.viewed, scores)
+        # As the views would have put them: each item in its shard.
+        by_shard: dict[str, dict[str, int]] = {}
+        for item, views in scores.items():
+            by_shard.setdefault(ranking_ops.shard_for(tier.config, item).viewed, {})[item] = views
+        for key, found in by_shard.items():
+            tier.client.zadd(key, found)
     with client_on(book_url) as conn:
         conn.zadd("viewed:", {item: -views for item, views in scores.items()})

@@ -140,10 +140,10 @@ def _sides(
 
 def _raw(h: Harness, command: str, clients: int) -> Measurement | None:
     """redis-benchmark sending webtier's own ZINCRBY or ZREVRANK."""
-    keys = Config().keys
+    (shard,) = Config().keys.ranking(1)
     args = (
-        ("ZINCRBY", keys.viewed, 1, w.VIEWS[0])
+        ("ZINCRBY", shard.viewed, 1, w.VIEWS[0])
         if command == "ZINCRBY"
-        else ("ZREVRANK", keys.viewed, w.CHECKS[0])
+        else ("ZREVRANK", shard.viewed, w.CHECKS[0])
     )
     return h.raw(f"raw: {command}", [(args, 1)], clients, h.server.admin)
