@@ -115,6 +115,26 @@ def test_top_n_reads_again_only_shards_that_hold_more_of_the_top(
         webtier.disconnect(client)
 
 
+@pytest.mark.anyio
+@pytest.mark.matrix
+async def test_a_touch_counts_its_view_in_the_items_shard(
+    tier_factory: Any, prefix: str, redis_url: str
+) -> None:
+    """On a single server in the touch's own script (given the shard's key),
+    on Cluster in the touch chain's view step."""
+    tier = tier_factory(sharded(prefix, 3))
+    token = await tier.sessions.new()
+    for item in ITEMS:
+        assert await tier.sessions.touch(token, item=item)
+    client = webtier.connect(redis_url)
+    try:
+        assert ranking_scores(client, tier.config) == dict.fromkeys(ITEMS, 1.0)
+    finally:
+        webtier.disconnect(client)
+    expected = in_order(dict.fromkeys(ITEMS, 1.0), 3)
+    assert await tier.ranking.top(len(ITEMS)) == [(item, 1.0) for item in expected]
+
+
 # -- the spread over a Cluster ---------------------------------------------------------------
 
 
