@@ -263,6 +263,31 @@ def test_concurrent_rescalers_halve_each_shard_once(redis_url: str, prefix: str)
             webtier.disconnect(client)
 
 
+@pytest.mark.anyio
+@pytest.mark.matrix
+async def test_with_no_worker_every_shard_stays_bounded_and_expires(
+    tier_factory: Any, prefix: str, redis_url: str
+) -> None:
+    from webtier.ranking import UPKEEP_EVERY
+
+    config = sharded(prefix, 3, keep=20, expire_after=600)
+    tier = tier_factory(config)
+    token = await tier.sessions.new()
+    client = webtier.connect(redis_url)
+    try:
+        for n in range(600):  # distinct items, half through touches, half direct
+            if n % 2:
+                await tier.sessions.touch(token, item=f"item{n}")
+            else:
+                await tier.ranking.record_view(f"item{n}")
+        for shard in ranking_ops.shards_of(config):
+            # One process: twice `keep`, plus the shard's views between two upkeeps.
+            assert 0 < client.zcard(shard.viewed) <= 2 * 20 + UPKEEP_EVERY
+            assert 0 < client.pttl(shard.viewed) <= 600_000
+    finally:
+        webtier.disconnect(client)
+
+
 # -- the shard count as a deployment setting ----------------------------------------------
 
 
