@@ -17,6 +17,10 @@ from functools import partial
 from benchmarks import book
 from benchmarks._counter_workloads import client_on, tier_on
 from benchmarks._loops import Loop
+from webtier._ops import ranking as ranking_ops
+from webtier.config import Config, RankingSettings
+from webtier.connect import connect
+from webtier.sync import WebTier
 
 CATALOGUE = 100_000  # items that can be viewed
 _rng = random.Random(25)
@@ -93,14 +97,55 @@ def book_admission(url: str) -> Iterator[Loop]:
         yield _each(partial(book.ranked_in_top, conn), CHECKS)
 
 
+# -- one key against shards on one server ------------------------------------------------
+
+
+@contextlib.contextmanager
+def sharded_tier_on(url: str, shards: int | None) -> Iterator[WebTier]:
+    """A tier whose ranking has ``shards`` shards (None: the client decides)."""
+    client = connect(url)
+    try:
+        yield WebTier(client, Config(ranking=RankingSettings(shards=shards)))
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def views_in_shards(url: str, shards: int) -> Iterator[Loop]:
+    """``tier.ranking.record_view(item)`` with the ranking in ``shards`` shards."""
+    with sharded_tier_on(url, shards) as tier:
+        yield _each(tier.ranking.record_view, VIEWS)
+
+
+@contextlib.contextmanager
+def rank_in_shards(url: str, shards: int) -> Iterator[Loop]:
+    """``tier.ranking.rank(item)`` with the ranking in ``shards`` shards."""
+    with sharded_tier_on(url, shards) as tier:
+        yield _each(tier.ranking.rank, CHECKS)
+
+
+@contextlib.contextmanager
+def top_in_shards(url: str, shards: int, n: int) -> Iterator[Loop]:
+    """``tier.ranking.top(n)`` with the ranking in ``shards`` shards: one
+    read per step."""
+    with sharded_tier_on(url, shards) as tier:
+        yield Loop(partial(tier.ranking.top, n))
+
+
 # -- data ----------------------------------------------------------------------------------
 
 
-def load_rankings(url: str, book_url: str, items: int) -> None:
+def load_rankings(url: str, book_url: str, items: int, shards: int | None = None) -> None:
     """The same ranking of ``items`` items in both layouts: item k has
-    ``items - k`` views (the book stores them negated)."""
+    ``items - k`` views (the book stores them negated); webtier's in
+    ``shards`` shards (None: the tier's default)."""
     scores = {f"item:{k}": items - k for k in range(items)}
-    with tier_on(url) as tier:
-        tier.client.zadd(tier.config.keys.viewed, scores)
+    with sharded_tier_on(url, shards) as tier:
+        # As the views would have put them: each item in its shard.
+        by_shard: dict[str, dict[str, int]] = {}
+        for item, views in scores.items():
+            by_shard.setdefault(ranking_ops.shard_for(tier.config, item).viewed, {})[item] = views
+        for key, found in by_shard.items():
+            tier.client.zadd(key, found)
     with client_on(book_url) as conn:
         conn.zadd("viewed:", {item: -views for item, views in scores.items()})

@@ -14,7 +14,10 @@ Rows (docs/benchmarks.md says more):
   redis-benchmark's ZREVRANK;
 * admission, ZREVRANK per request -- ``tier.ranking.rank(item)`` vs the same;
 * rescale, one pass -- ``tier.ranking.rescale()`` (one fenced script) vs one
-  pass of the book's ``rescale_viewed`` (two commands), over 100,000 items.
+  pass of the book's ``rescale_viewed`` (two commands), over 100,000 items;
+* shards vs one key -- views, ranks and tops of a ranking in 12 shards
+  (Redis Cluster's default) against webtier's one key (the book's layout,
+  the default on a single server), both on the single server.
 
 Server µs per operation (commandstats) is what the one hot slot pays: on
 Cluster it is the load on the node that holds the ranking.
@@ -30,7 +33,7 @@ from benchmarks._counter_workloads import client_on, tier_on
 from benchmarks._harness import Contender, Harness, Pass
 from benchmarks._loops import Workload
 from benchmarks._results import Measurement, Row
-from webtier.config import Config
+from webtier.config import CLUSTER_RANKING_SHARDS, Config
 
 TITLE = "webtier bench ranking"
 
@@ -43,6 +46,7 @@ VIEW_COMMANDS = frozenset({"zincrby"})
 WEBTIER_RESCALE_COMMANDS = frozenset({"evalsha"})
 BOOK_RESCALE_COMMANDS = frozenset({"zremrangebyrank", "zinterstore"})
 RANK_COMMANDS = frozenset({"zrank", "zrevrank", "zrevrange"})  # zrevrange: the copy's refresh
+SHARDED_READS = frozenset({"zrevrank", "zscore", "zcount", "zrevrange"})
 
 AGGREGATED_NOTE = (
     f"views summed in process, flushed every {FLUSH:g} s as one ZINCRBY per "
@@ -92,7 +96,61 @@ def run(h: Harness) -> list[Row]:
         rows.append(Row("admission, cached top N", unit, n, cached, theirs, raw, note=CACHED_NOTE))
         rows.append(Row("admission, ZREVRANK per request", unit, n, uncached, theirs, raw))
     rows.append(_rescale(h))
+    rows += _one_key_or_shards(h)
     h.server.flush()
+    return rows
+
+
+# -- the ranking's layout on one server: the book's one key against 12 shards ----------
+
+SHARDS = CLUSTER_RANKING_SHARDS
+SHARDS_NOTE = (
+    f"the book column is webtier with the book's one key (shards=1); webtier's is "
+    f"{SHARDS} shards, Redis Cluster's default, on the same single server"
+)
+
+
+def _one_key_or_shards(h: Harness) -> list[Row]:
+    """What splitting the ranking costs on a single server, where no slot
+    is hot: views, ranks and tops with one key and with 12 shards."""
+    rows: list[Row] = []
+    url = h.server.url
+    h.server.flush()
+    for n in h.settings.processes:
+        sharded, one = _sides(
+            h,
+            n,
+            "views/s",
+            VIEW_COMMANDS | WEBTIER_RESCALE_COMMANDS,  # the upkeep rides on views
+            (f"record_view, {SHARDS} shards", partial(w.views_in_shards, url, SHARDS)),
+            ("record_view, one key", partial(w.views_in_shards, url, 1)),
+        )
+        rows.append(Row("views, shards vs one key", "views/s", n, sharded, one, note=SHARDS_NOTE))
+    h.server.flush()
+    size = h.settings.size(RANKED_ITEMS)
+    for shards in (1, SHARDS):
+        w.load_rankings(url, h.server.book_url, size, shards)
+    for n in h.settings.processes:
+        sharded, one = _sides(
+            h,
+            n,
+            "checks/s",
+            SHARDED_READS,
+            (f"rank, {SHARDS} shards", partial(w.rank_in_shards, url, SHARDS)),
+            ("rank, one key", partial(w.rank_in_shards, url, 1)),
+        )
+        rows.append(Row("rank, shards vs one key", "checks/s", n, sharded, one, note=SHARDS_NOTE))
+    for top in (100, w.TOP):
+        sharded, one = _sides(
+            h,
+            1,
+            "tops/s",
+            SHARDED_READS,
+            (f"top({top}), {SHARDS} shards", partial(w.top_in_shards, url, SHARDS, top)),
+            (f"top({top}), one key", partial(w.top_in_shards, url, 1, top)),
+        )
+        what = f"top {top:,}, shards vs one key"
+        rows.append(Row(what, "tops/s", 1, sharded, one, note=SHARDS_NOTE))
     return rows
 
 
@@ -140,10 +198,10 @@ def _sides(
 
 def _raw(h: Harness, command: str, clients: int) -> Measurement | None:
     """redis-benchmark sending webtier's own ZINCRBY or ZREVRANK."""
-    keys = Config().keys
+    (shard,) = Config().keys.ranking(1)
     args = (
-        ("ZINCRBY", keys.viewed, 1, w.VIEWS[0])
+        ("ZINCRBY", shard.viewed, 1, w.VIEWS[0])
         if command == "ZINCRBY"
-        else ("ZREVRANK", keys.viewed, w.CHECKS[0])
+        else ("ZREVRANK", shard.viewed, w.CHECKS[0])
     )
     return h.raw(f"raw: {command}", [(args, 1)], clients, h.server.admin)

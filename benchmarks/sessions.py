@@ -130,7 +130,7 @@ def _raw_limits(h: Harness) -> dict[int, Measurement | None]:
     # ranking (its first view of a process carries one): the script alone,
     # which counts the view itself.
     views = ViewCounter(config, one_node=True)
-    views.upkeep_due()
+    views.upkeep_due(w.ITEMS[0])
     step = next(session_ops.touch(config, token, item=w.ITEMS[0], views=views))
     if not isinstance(step, Chain):
         raise TypeError(f"touch sent {step!r}, not a chain of requests")

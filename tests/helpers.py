@@ -55,6 +55,7 @@ from benchmarks.cli import bench
 from webtier._core.facade import Part
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Call, Op, ScriptCall, text, write
+from webtier._ops import ranking as ranking_ops
 from webtier._ops.rows import FILL, bookkeeping_ms, nonce
 from webtier.config import Config
 from webtier.demo import shopdb
@@ -786,3 +787,20 @@ def wait_until(check: object, seconds: float = 10) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+# -- the item view ranking ------------------------------------------------------------------
+
+
+def ranking_scores(client: Any, config: Config) -> dict[str, float]:
+    """Every item's views, read from each shard of ``config``'s ranking (a
+    tier's config: its shard count decided), checking that each item is in
+    its own shard."""
+    found: dict[str, float] = {}
+    shards = ranking_ops.shards_of(config)
+    for shard in shards:
+        for item, score in client.zrange(shard.viewed, 0, -1, withscores=True):
+            name = item.decode()
+            assert ranking_ops.shard_for(config, name) == shard, f"{name} in the wrong shard"
+            found[name] = score
+    return found

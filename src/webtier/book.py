@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from webtier._core.protocol import Call
-from webtier.config import Config, SessionSettings
+from webtier.config import Config, RankingSettings, SessionSettings
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.pagerules import BOOK_RULES, PageRequest
 from webtier.rowsource import FunctionSource, Row, Source
@@ -30,6 +30,12 @@ from webtier.types import RefreshReport, Rendered
 from webtier.workers import JOBS, Worker
 
 T = TypeVar("T")
+
+# The book's layout: the item view ranking in one zset ({v}:viewed), on a
+# single server and on Cluster alike.
+_BOOK_CONFIG = Config(ranking=RankingSettings(shards=1))
+# The session functions' tier: strict mode off (see _sessions_tier).
+_SESSIONS_CONFIG = dataclasses.replace(_BOOK_CONFIG, sessions=SessionSettings(strict=False))
 
 _tiers: weakref.WeakKeyDictionary[Any, WebTier] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
@@ -41,9 +47,9 @@ def tier_for(conn: Any) -> WebTier:
         try:
             tier = _tiers.get(conn)
         except TypeError:  # not weakly referable: no redis-py client (WebTier says so)
-            return WebTier(conn, Config())
+            return WebTier(conn, _BOOK_CONFIG)
         if tier is None:
-            tier = _tiers[conn] = WebTier(conn, Config())
+            tier = _tiers[conn] = WebTier(conn, _BOOK_CONFIG)
         return tier
 
 
@@ -261,10 +267,9 @@ def _sessions_tier(conn: Any) -> WebTier:
         try:
             tier = _session_tiers.get(conn)
         except TypeError:  # as in tier_for
-            return WebTier(conn, Config(sessions=SessionSettings(strict=False)))
+            return WebTier(conn, _SESSIONS_CONFIG)
         if tier is None:
-            config = Config(sessions=SessionSettings(strict=False))
-            tier = _session_tiers[conn] = WebTier(conn, config)
+            tier = _session_tiers[conn] = WebTier(conn, _SESSIONS_CONFIG)
         return tier
 
 

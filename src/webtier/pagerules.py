@@ -37,7 +37,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from webtier._core.keys import PageShard, check_name, shard_of
 from webtier._core.protocol import Reply, Request
-from webtier._ops.ranking import decode_rank, rank_request
+from webtier._ops.ranking import decode_rank, rank_follow_up, rank_request
 from webtier.config import Config, PageCacheSettings, valid_header_names
 from webtier.errors import ConfigError, InvalidInput
 
@@ -92,7 +92,9 @@ def _check_text(field: str, value: object) -> bool:
 
 class Admission(Protocol):
     """Decides whether an item page may be cached. ``requests`` are read on
-    a miss, in the claim's own round trip; ``admits`` gets their replies."""
+    a miss, in the claim's own round trip; ``admits`` gets their replies,
+    then those of ``follow_up(cfg, item, replies)`` if the admission defines
+    it: requests sent next (none when the first replies decided)."""
 
     def requests(self, cfg: Config, item: str) -> tuple[Request, ...]: ...
 
@@ -102,13 +104,22 @@ class Admission(Protocol):
 @dataclass(frozen=True, slots=True)
 class RankAdmission:
     """The book's rule: the item ranks in the top ``cfg.pagecache.top``
-    most viewed (one ZREVRANK, read with the claim of a miss)."""
+    most viewed (its shard's ZREVRANK, read with the claim of a miss; with
+    several shards, and only when its place in its shard admits it, the
+    other shards' counts of items ranked before it, in a second round trip)."""
 
     def requests(self, cfg: Config, item: str) -> tuple[Request, ...]:
         return (rank_request(cfg, item),)
 
+    def follow_up(self, cfg: Config, item: str, replies: Sequence[Reply]) -> tuple[Request, ...]:
+        first = replies[0]
+        # The place in its shard is a lower bound of the place in the ranking.
+        if first[0] is None or int(first[0]) >= cfg.pagecache.top:
+            return ()
+        return rank_follow_up(cfg, item, first)
+
     def admits(self, cfg: Config, item: str, replies: Sequence[Reply]) -> bool:
-        place = decode_rank(replies[0][0])
+        place = decode_rank(replies[0], replies[1:])
         return place is not None and place < cfg.pagecache.top
 
 

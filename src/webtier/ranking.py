@@ -1,12 +1,13 @@
-"""The item view ranking's hot key, seen from the client.
+"""The item view ranking, seen from the client.
 
-Every view of every item adds to one zset, so on Redis Cluster one slot
-takes the whole site's view traffic. Two client-side helpers take most of it
-off that slot (docs/ranking.md has the figures):
+Every view of an item adds to the zset of its shard (one zset in the book's
+layout, the default on a single server; on Redis Cluster, 12 spread over
+the masters). Two client-side helpers take most of the traffic off Redis
+(docs/ranking.md has the figures):
 
 * :class:`ViewAggregator` / :class:`AsyncViewAggregator` sum views in
   process and send the sums every ``flush_interval`` seconds, one ZINCRBY per
-  distinct item in one round trip. They are the counters'
+  distinct item, one request per shard. They are the counters'
   :class:`~webtier.recorder.Recorder` with another flush. While one is open,
   the tier's :class:`ViewCounter` (which sessions count views through) and
   ``tier.ranking.record_view(item)`` count in process.
@@ -31,6 +32,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from webtier._core.keys import check_name, item_shard
 from webtier._core.protocol import Op, Request
 from webtier._ops import counters
 from webtier._ops import ranking as views
@@ -47,13 +49,19 @@ log = logging.getLogger("webtier.ranking")
 def _send_views(
     cfg: Config, entries: list[counters.Entry]
 ) -> Op[list[tuple[list[counters.Entry], WebtierError | None]]]:
-    """Flush the recorder's (item, views, time) sums as one ZINCRBY per item."""
+    """Flush the recorder's (item, views, time) sums as one ZINCRBY per item,
+    one request per shard of the ranking (one round trip per node)."""
     summed: dict[str, int] = {}
     for item, count, _ in entries:
         summed[item] = summed.get(item, 0) + count
     results = yield from views.record_many(cfg, [(i, n) for i, n in summed.items() if n])
-    # One request carries every item: its outcome is every entry's.
-    return [(entries, error) for _, error in results]
+    # Each shard's request carries its items: its outcome is their entries'.
+    outcome = {item: error for sums, error in results for item, _ in sums}
+    by_outcome: dict[int, tuple[list[counters.Entry], WebtierError | None]] = {}
+    for entry in entries:
+        error = outcome.get(entry[0])
+        by_outcome.setdefault(id(error), ([], error))[0].append(entry)
+    return list(by_outcome.values())
 
 
 class ViewAggregator(Recorder):
@@ -84,20 +92,22 @@ UPKEEP_EVERY = 64
 
 class ViewCounter:
     """How one tier counts item views: in process while an aggregator is
-    open, else in Redis, with the ranking's upkeep (trim and expiry) riding
-    along every :data:`UPKEEP_EVERY`-th view and at least every eighth of
-    the ranking's ``expire_after``, so that it stays bounded and expires when
-    views stop, with no worker running. ``tier.ranking.views`` is the tier's;
-    sessions count the views of their touches through it."""
+    open, else in Redis, with a shard's upkeep (trim and expiry) riding
+    along every :data:`UPKEEP_EVERY`-th view of that shard and at least
+    every eighth of the ranking's ``expire_after``, so that every shard stays
+    bounded and expires when views stop, with no worker running.
+    ``tier.ranking.views`` is the tier's; sessions count the views of their
+    touches through it."""
 
     def __init__(self, config: Config, one_node: bool) -> None:
         self._config = config
         # A single server: a touch may count the view inside its own script.
         self.one_node = one_node
         self.aggregator: ViewAggregator | AsyncViewAggregator | None = None
-        self._views = itertools.count(1)
+        shards = len(views.shards_of(config))
+        self._views = [itertools.count(1) for _ in range(shards)]
         self._upkeep_every = config.ranking.expire_after / 8  # seconds
-        self._next_upkeep = 0.0  # time.monotonic() when due anyway
+        self._next_upkeep = [0.0] * shards  # time.monotonic() when due anyway
 
     @property
     def inline(self) -> bool:
@@ -105,12 +115,14 @@ class ViewCounter:
         (one server, and no aggregator counting in process)."""
         return self.one_node and self.aggregator is None
 
-    def upkeep_due(self) -> bool:
-        """Counts one view; whether the upkeep goes with it."""
+    def upkeep_due(self, item: str) -> bool:
+        """Counts one view of ``item`` (a checked name); whether its shard's
+        upkeep goes with it."""
+        shard = item_shard(item, len(self._views))
         now = time.monotonic()
-        if next(self._views) % UPKEEP_EVERY and now < self._next_upkeep:
+        if next(self._views[shard]) % UPKEEP_EVERY and now < self._next_upkeep[shard]:
             return False
-        self._next_upkeep = now + self._upkeep_every
+        self._next_upkeep[shard] = now + self._upkeep_every
         return True
 
     def requests(self, item: str) -> tuple[Request, ...]:
@@ -124,12 +136,15 @@ class ViewCounter:
                 pass
             else:
                 return ()
-        return views.view_requests(self._config, item, upkeep=self.upkeep_due())
+        check_name("item", item)
+        return views.view_requests(self._config, item, upkeep=self.upkeep_due(item))
 
-    def upkeep(self) -> tuple[Request, ...]:
-        """For a view counted elsewhere (inside a touch's script): the
-        upkeep to send with it, when due."""
-        return (views.upkeep_request(self._config),) if self.upkeep_due() else ()
+    def upkeep(self, item: str) -> tuple[Request, ...]:
+        """For a view of ``item`` counted elsewhere (inside a touch's
+        script): its shard's upkeep to send with it, when due."""
+        if not self.upkeep_due(item):
+            return ()
+        return (views.upkeep_request(self._config, views.shard_for(self._config, item)),)
 
 
 # -- the client-side top N ---------------------------------------------------------------

@@ -200,9 +200,11 @@ class WebTier:
     ``redis.cluster.RedisCluster``), which it uses but does not own."""
 
     def __init__(self, client: SyncClient, config: Config | None = None) -> None:
-        self.config = config or Config()
+        config = config or Config()
         self.client = client
-        self.transport = SyncTransport(client, self.config.retry)
+        self.transport = SyncTransport(client, config.retry)
+        # The settings left to the client (the ranking's shards) are decided here.
+        self.config = config.for_client(cluster=not self.transport.one_node)
         run: Any = self.transport.run
         self.counters = Counters(run, self.config)
         self.ranking = Ranking(run, self.config, self.transport.one_node)

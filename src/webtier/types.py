@@ -176,11 +176,12 @@ class Summary:
 class RescaleReport:
     """What one call of :func:`rescale` found or did."""
 
-    done: bool  # True: this call rescaled; False: the period was rescaled already
+    done: bool  # True: this call rescaled (a shard at least); False: the period was already
     period: int  # start of the server's current period, seconds since the epoch
-    removed: int  # items trimmed off the ranking
-    left: int  # items left in it (0 when not done)
+    removed: int  # items trimmed off the shards this call rescaled
+    left: int  # items left in those shards (0 when not done)
     next_in: float  # seconds until the next period begins, by the server's clock
+    shards: int = 1  # shards this call rescaled (others were by another rescaler)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ import webtier
 from tests.faults.harness import Ledger, Loader, eventually
 from tests.helpers import all_keys, seed, set_stock
 from webtier._core.keys import shard_of
+from webtier._ops import ranking as ranking_ops
 from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.errors import UnknownSession
@@ -294,7 +295,8 @@ class Ranking(Workload):
 
     @staticmethod
     def fixed_route(cfg: Config) -> str | None:
-        return cfg.keys.ranking_route
+        # The shard of the first item, as a Cluster's tier lays the ranking out.
+        return ranking_ops.shard_for(cfg.for_client(cluster=True), "item-sync").route
 
     def setup(self) -> None:
         self.tier = self.env.tier()

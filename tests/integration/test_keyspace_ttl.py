@@ -48,8 +48,9 @@ FAMILIES: dict[str, str] = {
     "row failures": r"\{r:[A-Za-z0-9_.-]+:\d+\}:fail",
     "row tickets": r"\{r:[A-Za-z0-9_.-]+:\d+\}:seq",
     "row copy": r"\{r:[A-Za-z0-9_.-]+:\d+\}:row:.+",
-    "ranking": r"\{v\}:viewed",
-    "ranking fence": r"\{v\}:rescaled",
+    # One shard: the book's {v}; several: {v:<shard>:<n>} (keys.ranking_tag).
+    "ranking": r"\{v(:\d+:\d+)?\}:viewed",
+    "ranking fence": r"\{v(:\d+:\d+)?\}:rescaled",
     "page": r"\{pc:\d+\}:page:[0-9a-f]+",
     "page lock": r"\{pc:\d+\}:lock:[0-9a-f]+",
     "page generation": r"\{pc:\d+\}:gen",

@@ -18,7 +18,7 @@ from webtier.testing import RedisServer
 def scores(url: str, config: Config) -> dict[str, float]:
     client = webtier.connect(url)
     try:
-        found = client.zrange(config.keys.viewed, 0, -1, withscores=True)
+        found = client.zrange(config.keys.ranking(1)[0].viewed, 0, -1, withscores=True)
     finally:
         webtier.disconnect(client)
     return {item.decode(): score for item, score in found}
@@ -114,7 +114,7 @@ def test_top_items_answer_from_the_copy_and_follow_the_ranking(
 ) -> None:
     client = webtier.connect(redis_url)
     tier = webtier.WebTier(client, config)
-    client.zadd(config.keys.viewed, {f"item{i}": i for i in range(20)})
+    client.zadd(config.keys.ranking(1)[0].viewed, {f"item{i}": i for i in range(20)})
     with tier.ranking.top_items(10, refresh=3600) as top:
         assert top.refresh_now()  # the thread loads it too; this waits for a copy
         assert len(top) == 10
@@ -126,7 +126,7 @@ def test_top_items_answer_from_the_copy_and_follow_the_ranking(
         for bad in (11, -1, True, 2.0):
             with pytest.raises(InvalidInput):
                 top.admits("item19", top=bad)  # type: ignore[arg-type]
-        client.zadd(config.keys.viewed, {"rising": 100})
+        client.zadd(config.keys.ranking(1)[0].viewed, {"rising": 100})
         assert not top.admits("rising")  # not until the next refresh
         assert top.refresh_now()
         assert top.rank("rising") == 0
@@ -139,7 +139,7 @@ def test_top_items_refresh_on_their_own(redis_url: str, config: Config) -> None:
     tier = webtier.WebTier(client, config)
     with tier.ranking.top_items(5, refresh=0.05) as top:
         assert not top.admits("late")
-        client.zadd(config.keys.viewed, {"late": 1})
+        client.zadd(config.keys.ranking(1)[0].viewed, {"late": 1})
         seen = threading.Event()
         for _ in range(2000):  # up to 20 s on a busy machine
             if top.admits("late"):
@@ -156,7 +156,7 @@ def test_top_items_keep_their_copy_through_an_outage(
     server = RedisServer.start()
     client = webtier.connect(server.url, socket_connect_timeout=0.5)
     tier = webtier.WebTier(client, Config(prefix=config.prefix, retry=webtier.RetryPolicy(0)))
-    client.zadd(config.keys.viewed, {"a": 2, "b": 1})
+    client.zadd(config.keys.ranking(1)[0].viewed, {"a": 2, "b": 1})
     caplog.set_level(logging.WARNING, logger="webtier.ranking")
     try:
         with tier.ranking.top_items(10, refresh=3600) as top:

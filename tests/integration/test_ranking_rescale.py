@@ -14,6 +14,7 @@ import pytest
 import webtier
 from tests.helpers import all_keys, spawned_pool, stall
 from webtier import book
+from webtier._core.keys import RankingShard
 from webtier.config import Config, RankingSettings
 from webtier.workers import JOBS, AsyncWorker, Worker
 
@@ -28,17 +29,25 @@ def client(redis_url: str) -> Iterator[Any]:
 
 
 def with_ranking(config: Config, **settings: Any) -> Config:
-    return dataclasses.replace(config, ranking=RankingSettings(**settings))
+    """``config`` with these ranking settings, in the book's one-key layout
+    unless ``shards`` is given (the sharded rescale has tests of its own)."""
+    return dataclasses.replace(config, ranking=RankingSettings(**{"shards": 1, **settings}))
+
+
+def one_key(config: Config) -> RankingShard:
+    """The ranking's keys in the book's one-key layout."""
+    (shard,) = config.keys.ranking(1)
+    return shard
 
 
 def scores(client: Any, config: Config) -> dict[str, float]:
-    found = client.zrange(config.keys.viewed, 0, -1, withscores=True)
+    found = client.zrange(one_key(config).viewed, 0, -1, withscores=True)
     return {item.decode(): score for item, score in found}
 
 
 def new_period(client: Any, config: Config) -> None:
     """Let the next rescale run as if a new period had begun."""
-    client.delete(config.keys.rescaled)
+    client.delete(one_key(config).rescaled)
 
 
 @pytest.mark.anyio
@@ -48,7 +57,7 @@ async def test_rescale_keeps_the_most_viewed_and_halves_once(
 ) -> None:
     config = with_ranking(config, keep=10, interval=WEEK)
     tier = tier_factory(config)
-    client.zadd(config.keys.viewed, {f"item{i}": i + 1 for i in range(30)})
+    client.zadd(one_key(config).viewed, {f"item{i}": i + 1 for i in range(30)})
 
     report = await tier.ranking.rescale()
 
@@ -70,10 +79,10 @@ async def test_a_new_item_climbs_past_an_old_favourite(
     tier_factory: Any, config: Config, client: Any
 ) -> None:
     tier = tier_factory(with_ranking(config, interval=WEEK))
-    client.zadd(config.keys.viewed, {"old": 1000})
+    client.zadd(one_key(config).viewed, {"old": 1000})
     places = []
     for _ in range(5):  # five periods of 300 views of the new item each
-        client.zincrby(config.keys.viewed, 300, "new")
+        client.zincrby(one_key(config).viewed, 300, "new")
         new_period(client, config)
         assert (await tier.ranking.rescale()).done
         places.append(await tier.ranking.rank("new"))
@@ -88,7 +97,7 @@ async def test_factor_and_an_empty_ranking(tier_factory: Any, config: Config, cl
     empty = await tier.ranking.rescale()
     assert empty.done
     assert (empty.removed, empty.left) == (0, 0)
-    client.zadd(config.keys.viewed, {"a": 3, "b": 2, "c": 1})
+    client.zadd(one_key(config).viewed, {"a": 3, "b": 2, "c": 1})
     new_period(client, config)
     await tier.ranking.rescale()
     assert scores(client, config) == {"a": 3.0, "b": 2.0}  # factor 1: trimmed only
@@ -105,7 +114,7 @@ def test_a_longer_interval_neither_halves_again_nor_stops_rescaling(
     every_second = webtier.WebTier(client, with_ranking(config, interval=1))
     weekly = webtier.WebTier(client, with_ranking(config, interval=WEEK))
     every_two = webtier.WebTier(client, with_ranking(config, interval=2))
-    client.zadd(config.keys.viewed, {"a": 2**10})
+    client.zadd(one_key(config).viewed, {"a": 2**10})
     assert every_second.ranking.rescale().done
     assert not weekly.ranking.rescale().done, "this week was rescaled a moment ago"
     done = threading.Event()
@@ -124,7 +133,7 @@ def test_a_longer_interval_neither_halves_again_nor_stops_rescaling(
 @pytest.mark.matrix
 def test_rescalers_in_threads_halve_once(redis_url: str, config: Config, client: Any) -> None:
     config = with_ranking(config, interval=WEEK)
-    client.zadd(config.keys.viewed, {"a": 2**40, "b": 2**20})
+    client.zadd(one_key(config).viewed, {"a": 2**40, "b": 2**20})
     threads = 8
     start = threading.Barrier(threads)
     reports: list[Any] = []
@@ -169,7 +178,7 @@ def _rescale_until(url: str, prefix: str, start: float, until: float) -> list[in
 def test_rescalers_in_processes_halve_once_per_period(
     redis_url: str, config: Config, client: Any
 ) -> None:
-    client.zadd(config.keys.viewed, {"a": 2**60})
+    client.zadd(one_key(config).viewed, {"a": 2**60})
     with spawned_pool(4) as pool:
         start = time.time() + 1  # every process begins together, its client built
         until = start + 4.5  # several one-second periods
@@ -190,7 +199,7 @@ def test_the_worker_job_rescales_once_per_period(redis_url: str, config: Config)
     config = with_ranking(config, interval=WEEK)
     client = webtier.connect(redis_url)
     tier = webtier.WebTier(client, config)
-    client.zadd(config.keys.viewed, {"a": 8})
+    client.zadd(one_key(config).viewed, {"a": 8})
     Worker(tier, [JOBS["ranking"]], once=True).run()
     Worker(tier, [JOBS["ranking"]], once=True).run()  # same period: no second halving
     assert scores(client, config) == {"a": 4.0}
@@ -205,7 +214,7 @@ async def test_the_async_worker_runs_the_job(redis_url: str, config: Config, cli
     config = with_ranking(config, keep=1, interval=WEEK)
     aclient = webtier.connect_async(redis_url)
     tier = webtier.AsyncWebTier(aclient, config)
-    client.zadd(config.keys.viewed, {"a": 8, "b": 1})
+    client.zadd(one_key(config).viewed, {"a": 8, "b": 1})
     for _ in range(2):
         await AsyncWorker(tier, [JOBS["ranking"]], once=True).run()
     assert scores(client, config) == {"a": 4.0}
@@ -262,7 +271,7 @@ def test_a_rescale_retried_through_a_stall_halves_once(config: Config) -> None:
     with RedisServer.start() as server:
         client = server.client()
         tier = webtier.WebTier(server.client(socket_timeout=0.3), config)
-        client.zadd(config.keys.viewed, {"a": 64})
+        client.zadd(one_key(config).viewed, {"a": 64})
         new_period(client, config)
         tier.ranking.rescale()  # loads the script
         new_period(client, config)
@@ -295,9 +304,9 @@ async def test_with_no_worker_the_ranking_stays_bounded_and_expires(
             await tier.ranking.record_view(f"item{n}")
         # One process: never more than twice `keep`, plus the views between
         # two upkeeps.
-        assert client.zcard(config.keys.viewed) <= 2 * 50 + UPKEEP_EVERY
-    assert 0 < client.pttl(config.keys.viewed) <= 600_000
+        assert client.zcard(one_key(config).viewed) <= 2 * 50 + UPKEEP_EVERY
+    assert 0 < client.pttl(one_key(config).viewed) <= 600_000
     # A rescale rewrites the set: the expiry stays, and so does its fence's.
     assert (await tier.ranking.rescale()).done
-    assert 0 < client.pttl(config.keys.viewed) <= 600_000
-    assert 0 < client.pttl(config.keys.rescaled) <= 2 * 300 * 1000
+    assert 0 < client.pttl(one_key(config).viewed) <= 600_000
+    assert 0 < client.pttl(one_key(config).rescaled) <= 2 * 300 * 1000

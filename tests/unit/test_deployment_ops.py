@@ -31,7 +31,8 @@ def test_every_setting_that_moves_a_key_is_stored_and_nothing_else() -> None:
     values = layout(Config(sessions=SessionSettings(shards=16)))
     assert set(values) == set(LAYOUT) == {
         "counters.precisions", "counters.shards", "pagecache.shards", "ranking.interval",
-        "rows.shards", "sessions.shards", "stats.period", "stats.relative_error", "stats.shards",
+        "ranking.shards", "rows.shards", "sessions.shards", "stats.period",
+        "stats.relative_error", "stats.shards",
     }  # fmt: skip
     assert values["sessions.shards"] == 16
     assert (

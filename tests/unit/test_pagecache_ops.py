@@ -3,6 +3,7 @@ copies, and the serve operation fed replies by hand."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from tests.helpers import drive
 from webtier._core.protocol import Call, Request, ScriptCall
 from webtier._ops import pagecache
 from webtier._ops.pagecache import decode, encode, make_page
-from webtier.config import Config, PageCacheSettings
+from webtier.config import Config, PageCacheSettings, RankingSettings
 from webtier.errors import ConfigError
 from webtier.pagerules import (
     BOOK_RULES,
@@ -475,3 +476,26 @@ def test_a_wsgi_request_shows_its_body_headers() -> None:
         "content-length": "9",
     }
     assert HOME.plan(CFG, request).unkeyed == ("header x-forwarded-host", "header content-length")
+
+
+def test_with_shards_the_rank_follows_up_only_when_its_shard_place_admits() -> None:
+    cfg = Config(prefix="p", ranking=RankingSettings(shards=4))
+    plan = plan_of("/item?item=1")
+    # Third in its shard, 7 views: the other 3 shards' counts follow; 10 in all.
+    served, sent = drive(
+        pagecache.serve(cfg, plan, render_call(PAGE_R)),
+        [[None], [[[b"render", b"3"]], [2, b"7"]], [[3], [4], [1]], [b"stored"]],
+        run_calls=True,
+    )
+    assert served.outcome == "MISS"
+    assert [request.commands[0][0] for request in sent[2]] == ["ZCOUNT"] * 3
+    assert sent[-1].commands[0].script.name == "pagecache_store"  # admitted: 10 < 10,000
+    # Past the top in its own shard: no follow-up, not admitted.
+    far = dataclasses.replace(cfg, pagecache=PageCacheSettings(top=2))
+    served, sent = drive(
+        pagecache.serve(far, plan, render_call(PAGE_R)),
+        [[None], [[[b"render", b"3"]], [2, b"7"]], [[1]]],
+        run_calls=True,
+    )
+    assert sent[2].requests[0].commands[0].script.name == "pagecache_release"
+    assert served.rendered is PAGE_R

@@ -70,7 +70,7 @@ def test_touch_lists_the_user_first_and_counts_the_view_in_its_script_on_one_ser
     where = sessions.place(CFG, TOKEN)
     assert call.keys == (where.key, where.recent, "p:{v}:viewed")  # the view, in the script
     assert call.args[:6] == (TOKEN, "live", "", "alice", "42", 25)
-    assert upkeep == ranking.upkeep_request(CFG)
+    assert upkeep == ranking.upkeep_request(CFG, ranking.shard_for(CFG, "42"))
     assert (
         drive(op, [[[1, 1], [[1, b"alice", b"1700000000000000"]], [0]]], started=True).value is True
     )

@@ -14,11 +14,13 @@ characters. The part after the tag is chosen so that two different
 
 from __future__ import annotations
 
+import binascii
+import itertools
 import math
 import re
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from webtier.errors import ConfigError, InvalidInput
@@ -100,6 +102,63 @@ def shard_of(name: str, shards: int) -> int:
     return zlib.crc32(name.encode()) % shards
 
 
+# -- the item view ranking's shards ---------------------------------------------------
+
+CLUSTER_SLOTS = 16384
+
+
+def slot_of_tag(tag: str) -> int:
+    """The Redis Cluster slot of a key whose hash tag is ``tag``: CRC16
+    (XMODEM, as Redis's ``crc16.c``) of the tag's bytes, modulo 16384."""
+    return binascii.crc_hqx(tag.encode(), 0) % CLUSTER_SLOTS
+
+
+def ranking_tag(shard: int, shards: int) -> str:
+    """The hash tag of shard ``shard`` of a ranking of ``shards`` shards.
+
+    One shard is the book's ``v``. Of more, shard ``i`` is ``v:<i>:<j>``,
+    ``j`` the smallest integer from 0 whose tag's slot falls in the ``i``-th
+    of ``shards`` equal slices of the 16,384 slots
+    (``i * 16384 // shards <= slot < (i + 1) * 16384 // shards``). A Cluster
+    of the default slot ranges gives each master a run of whole slices, so
+    the shards spread over the masters as evenly as their counts allow
+    (exactly, when the masters divide the shards: 12 shards, 3 masters, 4
+    each)."""
+    if shards == 1:
+        return "v"
+    low, high = shard * CLUSTER_SLOTS // shards, (shard + 1) * CLUSTER_SLOTS // shards
+    for j in itertools.count():
+        tag = f"v:{shard}:{j}"
+        if low <= slot_of_tag(tag) < high:
+            return tag
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass(frozen=True, slots=True)
+class RankingShard:
+    """Keys of one shard of the item view ranking; one hash tag, one slot."""
+
+    route: str
+    viewed: str  # zset: item id -> its views (rescaled); halved by every rescale
+    rescaled: str  # string: start of the last period this shard was rescaled in (the fence)
+
+
+@lru_cache(maxsize=64)
+def _ranking_shards(prefix: str, shards: int) -> tuple[RankingShard, ...]:
+    found = []
+    for shard in range(shards):
+        route = f"{prefix}:{{{ranking_tag(shard, shards)}}}"
+        found.append(RankingShard(route, f"{route}:viewed", f"{route}:rescaled"))
+    return tuple(found)
+
+
+def item_shard(item: str, shards: int) -> int:
+    """The ranking shard that holds ``item`` (a checked name): the IEEE
+    CRC-32 (zlib's, PNG's, gzip's) of its UTF-8 bytes, modulo ``shards``, the
+    same in every process, version and language."""
+    return 0 if shards == 1 else zlib.crc32(item.encode()) % shards
+
+
 @dataclass(frozen=True, slots=True)
 class CounterKeys:
     route: str  # picks the cluster slot of everything below
@@ -136,15 +195,9 @@ def check_source_name(name: object) -> str:
 @dataclass(frozen=True, slots=True)
 class Keyspace:
     prefix: str = "webtier"
-    # Keys used on every item view, built once rather than per view.
-    ranking_route: str = field(init=False, repr=False, compare=False)
-    viewed: str = field(init=False, repr=False, compare=False)  # zset: item id -> its views
 
     def __post_init__(self) -> None:
         check_prefix(self.prefix)
-        route = f"{self.prefix}:{{v}}"
-        object.__setattr__(self, "ranking_route", route)
-        object.__setattr__(self, "viewed", f"{route}:viewed")  # halved by every rescale
 
     # -- counters ---------------------------------------------------------------
     def counter_shard(self, shard: int) -> tuple[str, str]:
@@ -184,12 +237,11 @@ class Keyspace:
         rankings read. It starts with a word where stats keys start with digits."""
         return f"{route}:ctx:{period}:{start}:{stat_type}"
 
-    # -- item view ranking (ranking_route and viewed are fields, above) ---------------------
-    @property
-    def rescaled(self) -> str:
-        """String: the start (server seconds) of the last period the ranking
-        was rescaled in: the fence that keeps rescalers from halving twice."""
-        return f"{self.ranking_route}:rescaled"
+    # -- item view ranking -------------------------------------------------------------------
+    def ranking(self, shards: int) -> tuple[RankingShard, ...]:
+        """Keys of each shard of a ranking of ``shards`` shards (built once:
+        they are used on every item view); see :func:`ranking_tag`."""
+        return _ranking_shards(self.prefix, shards)
 
     # -- page cache -------------------------------------------------------------------------
     def page_shard(self, shard: int) -> PageShard:

@@ -19,7 +19,7 @@ import json
 
 from webtier._core.protocol import Op, Reply, read, write
 from webtier.config import Config
-from webtier.config.deployment import differences, following, layout
+from webtier.config.deployment import BEFORE_STORED, differences, following, layout
 from webtier.errors import ConfigError, SettingsMismatch
 from webtier.types import DeploymentSettings
 
@@ -101,8 +101,10 @@ def _decode(key: str, reply: Reply) -> DeploymentSettings | None:
             return DeploymentSettings(
                 version, {n: v for n, v in values.items() if isinstance(v, plain)}
             )
+        # Settings stored before one was added were written in its old layout.
+        values = {**BEFORE_STORED, **values}
         # Checked as settings are, and written as this version writes them.
-        checked = layout(following(Config(), values))
+        checked = layout(following(Config().for_client(cluster=False), values))
     except (ValueError, KeyError, TypeError) as error:  # ConfigError is a ValueError
         raise ConfigError(
             f"the deployment's settings at {key} cannot be read ({error}); "

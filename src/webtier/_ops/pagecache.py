@@ -189,7 +189,12 @@ def _admitted_claim(cfg: Config, plan: Plan, mode: str, token: str) -> Op[tuple[
         (reply,) = yield claim
         return reply, plan.admission.admits(cfg, plan.item, [])
     replies = yield (claim, *extra)
-    return replies[0][0], plan.admission.admits(cfg, plan.item, replies[1:])
+    answers = list(replies[1:])
+    follow_up = getattr(plan.admission, "follow_up", None)
+    more = follow_up(cfg, plan.item, answers) if follow_up is not None else ()
+    if more:  # what the first replies left open (the other ranking shards)
+        answers += yield more
+    return replies[0][0], plan.admission.admits(cfg, plan.item, answers)
 
 
 def _not_admitted(plan: Plan, render: Call, reply: Reply, token: str) -> Op[Served]:

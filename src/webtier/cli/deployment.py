@@ -31,7 +31,8 @@ def following_deployment(tier: WebTier) -> WebTier:
     found = tier.deployment.stored()
     if found is None:
         return tier
-    here, defaults = layout(tier.config), layout(Config())
+    cluster = not tier.transport.one_node
+    here, defaults = layout(tier.config), layout(Config().for_client(cluster=cluster))
     given = {name for name, value in here.items() if value != defaults[name]}
     refuse_differences(here, found, given, FIX)
     config = following(tier.config, found.values)

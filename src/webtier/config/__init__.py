@@ -9,6 +9,7 @@ name is importable from ``webtier.config``.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from webtier.config.data import (
     ACCESS_TIME,
     BOOK_PRECISIONS,
     BOOK_SAMPLES,
+    CLUSTER_RANKING_SHARDS,
     CounterSettings,
     Precision,
     RankingSettings,
@@ -42,6 +44,7 @@ __all__ = [
     "BOOK_PRECISIONS",
     "BOOK_SAMPLES",
     "BROWSER_HEADERS",
+    "CLUSTER_RANKING_SHARDS",
     "PROXY_HEADERS",
     "SESSION_COOKIES",
     "TRACKING_PARAMS",
@@ -88,3 +91,12 @@ class Config:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "keys", Keyspace(self.prefix))
+
+    def for_client(self, *, cluster: bool) -> Config:
+        """This config with the settings left to the client decided: the
+        ranking's ``shards`` (None: 1 on a single server, 12 on Cluster).
+        A tier does it when it is built, so ``tier.config`` never has None."""
+        if self.ranking.shards is not None:
+            return self
+        shards = CLUSTER_RANKING_SHARDS if cluster else 1
+        return dataclasses.replace(self, ranking=dataclasses.replace(self.ranking, shards=shards))

@@ -212,6 +212,12 @@ class StatsSettings:
 # -- item view ranking -------------------------------------------------------------------
 
 
+# The ranking's shards on Redis Cluster when left to the client (shards=None):
+# 12 spread evenly over 1, 2, 3, 4, 6 or 12 masters of the default slot ranges.
+CLUSTER_RANKING_SHARDS = 12
+MAX_RANKING_SHARDS = 256
+
+
 @dataclass(frozen=True, slots=True)
 class RankingSettings:
     """The item view ranking (Redis in Action 2.5) and its rescale."""
@@ -225,9 +231,20 @@ class RankingSettings:
     # Seconds the ranking lives once views stop (with the rescale halving
     # every 5 minutes, a day-old ranking holds nothing worth keeping).
     expire_after: int = 86_400
+    # Shards the ranking is split over, by item (docs/ranking.md), so that on
+    # Redis Cluster no one slot takes every view. 1 is the book's one zset.
+    # None decides by the client when a tier is built: 1 on a single server
+    # (where one key is faster), CLUSTER_RANKING_SHARDS on Cluster. Stored
+    # with the deployment's settings, so every process agrees on it.
+    shards: int | None = None
 
     def __post_init__(self) -> None:
         require(is_int(self.keep) and 1 <= self.keep <= 100_000_000, "keep must be 1..100000000")
+        require(
+            self.shards is None or (is_int(self.shards) and 1 <= self.shards <= MAX_RANKING_SHARDS),
+            f"shards must be an int, 1..{MAX_RANKING_SHARDS}, or None (1 on one server, "
+            f"{CLUSTER_RANKING_SHARDS} on Cluster)",
+        )
         require(
             isinstance(self.factor, int | float)
             and not isinstance(self.factor, bool)

@@ -35,12 +35,18 @@ LAYOUT: dict[str, str] = {
     "counters.shards": "the shard of each counter's keys and of its index entry",
     "pagecache.shards": "the shard of each page and of an item's pages",
     "ranking.interval": "the rescale periods, which the rescale fence counts",
+    "ranking.shards": "the shard of each item's views, and the shards' keys",
     "rows.shards": "the shard of each row's schedule entry and copy",
     "sessions.shards": "the shard of each session and of each user's index",
     "stats.period": "the period in each statistics key",
     "stats.relative_error": "the histogram buckets a stored value falls in",
     "stats.shards": "the shard of each context's statistics",
 }
+
+
+# The value of a setting added after deployments began storing theirs, for
+# stored settings that lack it: the layout those deployments were written in.
+BEFORE_STORED: dict[str, Setting] = {"ranking.shards": 1}
 
 
 def layout(config: Config) -> dict[str, Setting]:
@@ -55,6 +61,10 @@ def _value(config: Config, name: str) -> Setting:
         return " ".join(f"{p.seconds}:{p.samples}" for p in value)
     if name == "stats.relative_error":
         return float(value)
+    if value is None:
+        # ranking.shards left to the client: a tier's config has it decided
+        # (Config.for_client); a bare config counts as one, as operations do.
+        return 1
     return int(value)
 
 

@@ -61,11 +61,13 @@ def touch_request(
     count_view: bool = False,
 ) -> Request:
     """The touch script's call; with ``count_view``, the script also counts
-    the item's view in the ranking if the session is live (one server only:
-    the ranking is in another slot)."""
+    the item's view in the item's shard of the ranking if the session is
+    live (one server only: the ranking is in other slots)."""
     settings = cfg.sessions
     args = (where.token, mode, sid, user or "", item or "", settings.viewed, *timeouts(settings))
-    keys = (where.key, where.recent, cfg.keys.viewed) if count_view else (where.key, where.recent)
+    keys: tuple[str, ...] = (where.key, where.recent)
+    if count_view and item is not None:
+        keys += (ranking.shard_for(cfg, item).viewed,)
     return write(where.route, ScriptCall(TOUCH, keys, args), idempotent=False)
 
 
@@ -149,7 +151,7 @@ def touch(
     sid = new_session_id() if mode == "any" else ""
     inline = item is not None and views is not None and views.inline
     touched = touch_request(cfg, where, mode, user, item, sid, count_view=inline)
-    upkeep = views.upkeep() if inline and views is not None else ()
+    upkeep = views.upkeep(item) if inline and views is not None and item else ()
     replies = yield _indexed_first(cfg, user, where.token, touched, *upkeep)
     status, *rest = replies[-1 - len(upkeep)][0]
     if int(status) == -1:
