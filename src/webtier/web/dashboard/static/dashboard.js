@@ -66,7 +66,7 @@ function draw(id, labels, data, units = "") {
     const options = {
       width: Math.max(element.clientWidth, 300),
       height: 220,
-      series: [{}, ...labels.map((label, i) => ({ label, stroke: palette[i % palette.length], width: 1.5, points: { show: false } }))],
+      series: [{}, ...labels.map((label, i) => ({ label, stroke: palette[i % palette.length], width: 1.5 }))],
       axes: [{}, { size: 60, values: (u, vals) => vals.map((v) => `${v}${units}`) }],
       legend: { live: false },
     };
@@ -155,12 +155,12 @@ async function purge(body) {
 async function loadHealth() {
   const health = await api("health", { precision: Math.max(state.precision, 5) });
   const cache = health.pagecache;
-  const outcomes = ["hits", "misses", "stale", "renders"];
+  const outcomes = ["hit", "miss", "stale", "render"];
   const total = (name) => cache[name].reduce((sum, s) => sum + s[1], 0);
-  const served = total("hits") + total("misses") + total("stale");
+  const served = total("hit") + total("miss") + total("stale");
   figures("pagecache-figures", [
-    ...outcomes.map((name) => [name, total(name)]),
-    ["hit ratio", served ? `${((100 * (total("hits") + total("stale"))) / served).toFixed(1)} %` : "–"],
+    ...outcomes.map((name) => [{ hit: "hits", miss: "misses", stale: "stale", render: "renders" }[name], total(name)]),
+    ["hit ratio", served ? `${((100 * (total("hit") + total("stale"))) / served).toFixed(1)} %` : "–"],
   ]);
   draw("pagecache-chart", outcomes, aligned(cache, outcomes));
 
@@ -183,7 +183,7 @@ async function loadHealth() {
     age(w.up),
   ]);
   rows("item-rows", health.top_items, (i) => {
-    const cells = [i.item, fmt(i.views, 6)];
+    const cells = [i.item, Number.isInteger(i.views) ? i.views : i.views.toFixed(1)];
     if (ACTIONS) {
       const button = document.createElement("button");
       button.textContent = "purge pages";
