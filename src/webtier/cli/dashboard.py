@@ -19,7 +19,7 @@ BASIC_ENV = "WEBTIER_DASHBOARD_BASIC"
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
-    "--port", type=click.IntRange(0, 65535), default=8001, show_default=True, help="Port to bind."
+    "--port", type=click.IntRange(1, 65535), default=8001, show_default=True, help="Port to bind."
 )
 @click.option(
     "--token", envvar=TOKEN_ENV, help=f"Bearer token required of readers (or ${TOKEN_ENV})."
