@@ -53,7 +53,8 @@ function poll(panelIds, load, every) {
 }
 
 // One chart per element, rebuilt when its series change, else fed new data.
-function draw(id, labels, data, units = "") {
+// A lone point gets `pad` seconds either side (a zero-width range has no axis).
+function draw(id, labels, data, units = "", pad = 30) {
   const element = $(id);
   const key = labels.join("\u0000");
   let chart = charts[id];
@@ -66,6 +67,7 @@ function draw(id, labels, data, units = "") {
     const options = {
       width: Math.max(element.clientWidth, 300),
       height: 220,
+      scales: { x: { time: true, range: (u, min, max) => (min === max ? [min - pad, max + pad] : [min, max]) } },
       series: [{}, ...labels.map((label, i) => ({ label, stroke: palette[i % palette.length], width: 1.5 }))],
       axes: [{}, { size: 60, values: (u, vals) => vals.map((v) => `${v}${units}`) }],
       legend: { live: false },
@@ -222,7 +224,7 @@ async function loadContext() {
   $("context-title").textContent = `${body.context}: per ${body.period / 60} min`;
   const points = body.points.filter((p) => p.count);
   const seconds = (key) => points.map((p) => (p[key] === null ? null : p[key] * 1000));
-  draw("context-chart", ["mean", "p95", "p99"], [points.map((p) => p.start), seconds("mean"), seconds("p95"), seconds("p99")], " ms");
+  draw("context-chart", ["mean", "p95", "p99"], [points.map((p) => p.start), seconds("mean"), seconds("p95"), seconds("p99")], " ms", body.period);
 }
 
 // -- wiring ---------------------------------------------------------------------------
