@@ -48,7 +48,9 @@ def served(cluster: RedisCluster, prefix: str) -> Iterator[str]:
         process.wait(30)
 
 
-def test_the_dashboard_command_on_a_cluster(cluster: RedisCluster, prefix: str, served: str) -> None:
+def test_the_dashboard_command_on_a_cluster(
+    cluster: RedisCluster, prefix: str, served: str
+) -> None:
     client = webtier.connect(cluster.url)
     try:
         tier = webtier.WebTier(client, webtier.Config(prefix=prefix))
