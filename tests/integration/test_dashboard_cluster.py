@@ -28,24 +28,24 @@ def served(cluster: RedisCluster, prefix: str) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     command = [sys.executable, "-m", "webtier", "--url", cluster.url, "--prefix", prefix]
-    process = subprocess.Popen(
-        [*command, "dashboard", "--port", str(port)], env=env, stderr=subprocess.PIPE
-    )
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{base}/api/settings", timeout=1)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(process.stderr.read() if process.stderr else "") from None
-                time.sleep(0.1)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(30)
+    with subprocess.Popen(
+        [*command, "dashboard", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    httpx.get(f"{base}/api/settings", timeout=1)
+                    break
+                except httpx.TransportError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        raise AssertionError(f"no dashboard on {base}") from None
+                    time.sleep(0.1)
+            yield base
+        finally:
+            process.terminate()
+            process.wait(30)
 
 
 def test_the_dashboard_command_on_a_cluster(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import AsyncIterator
 
 import click
 
@@ -63,6 +64,13 @@ def dashboard(
 
         tier = WebTier(connect_async(url), config)
         app = make_dashboard(tier, credentials=credentials, allow_actions=allow_actions)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: object) -> AsyncIterator[None]:
+            yield
+            await tier.client.aclose()  # in uvicorn's loop, where its connections live
+
+        app.router.lifespan_context = lifespan
         click.echo(f"dashboard on http://{host}:{port}/ (Ctrl-C stops it)", err=True)
         uvicorn.run(app, host=host, port=port, log_level="warning")
 
