@@ -247,6 +247,11 @@ class Collector(_Collector):
     def __init__(self, tier: WebTier, settings: Settings | None = None) -> None:
         self.tier, self.settings = tier, settings or Settings()
 
+    def describe(self) -> Iterable[Metric]:
+        """Nothing up front: registering must not read Redis (without this,
+        prometheus_client would collect once to learn the names)."""
+        return ()
+
     def collect(self) -> Iterable[Metric]:
         try:
             snapshot = self.tier.transport.run(read_snapshot(self.tier.config, self.settings))
