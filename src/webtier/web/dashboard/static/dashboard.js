@@ -222,8 +222,10 @@ async function loadStats() {
 async function loadContext() {
   const body = await api(`stats/${encodeURIComponent(state.context)}`, { hours: Math.max(state.hours, 6) });
   $("context-title").textContent = `${body.context}: per ${body.period / 60} min`;
-  const points = body.points.filter((p) => p.count);
-  const seconds = (key) => points.map((p) => (p[key] === null ? null : p[key] * 1000));
+  // Every period of the window, those without requests as gaps: the axis
+  // spans the hours asked for even while only the current one has data.
+  const points = body.points;
+  const seconds = (key) => points.map((p) => (p.count && p[key] !== null ? p[key] * 1000 : null));
   draw("context-chart", ["mean", "p95", "p99"], [points.map((p) => p.start), seconds("mean"), seconds("p95"), seconds("p99")], " ms", body.period);
 }
 
