@@ -31,14 +31,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from webtier._core.extras import extra_needed
 from webtier._core.protocol import Op
 from webtier._ops import overview
 from webtier.config import Config
 from webtier.errors import WebtierError
-from webtier.types import Summary
+from webtier.types import RowStatus, Summary
 
 with extra_needed("metrics", "the metrics exposition"):
     from prometheus_client import exposition
@@ -191,7 +191,7 @@ def _health_families(snapshot: Snapshot) -> Iterator[Metric]:
     yield _gauge(
         "webtier_sessions_oldest_age_seconds", "Seconds since the least recent session.", oldest
     )
-    per_source: dict[str, Callable[[Any], float]] = {
+    per_source: dict[str, Callable[[RowStatus], float]] = {
         "scheduled": lambda s: s.scheduled,
         "due": lambda s: s.due,
         "loading": lambda s: s.loading,
@@ -279,20 +279,26 @@ async def read_async(tier: AsyncWebTier, settings: Settings) -> Snapshot | None:
     return snapshot
 
 
-def asgi_app(tier: AsyncWebTier, settings: Settings | None = None) -> Any:
-    """An ASGI app answering every GET with the exposition of ``tier``:
-    mount it at ``/metrics`` (``app.mount("/metrics", asgi_app(tier))``)."""
-    chosen = settings or Settings()
+class MetricsApp:
+    """An ASGI app answering every HTTP request with the exposition of an
+    asyncio tier. An instance, not a function, so that Starlette's
+    ``Route("/metrics", MetricsApp(tier))`` serves it as it is."""
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(self, tier: AsyncWebTier, settings: Settings | None = None) -> None:
+        self.tier, self.settings = tier, settings or Settings()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        body, content_type = exposition_of(
-            await read_async(tier, chosen), headers.get("accept", "")
-        )
+        snapshot = await read_async(self.tier, self.settings)
+        body, content_type = exposition_of(snapshot, headers.get("accept", ""))
         head = [(b"content-type", content_type.encode()), (b"cache-control", b"no-store")]
         await send({"type": "http.response.start", "status": 200, "headers": head})
         await send({"type": "http.response.body", "body": body})
 
-    return app
+
+def asgi_app(tier: AsyncWebTier, settings: Settings | None = None) -> MetricsApp:
+    """The exposition of ``tier`` as an ASGI app: ``Route("/metrics",
+    asgi_app(tier))`` in a Starlette app, or ``app.mount("/metrics", ...)``."""
+    return MetricsApp(tier, settings)

@@ -173,3 +173,23 @@ async def test_the_asgi_app_serves_both_formats(redis_url: str, config: webtier.
             list(parse_om(om.text))
     finally:
         await client.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_shop_mounts_it_as_a_route(redis_url: str, config: webtier.Config) -> None:
+    import httpx
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    client = webtier.connect_async(redis_url)
+    try:
+        app = Starlette(
+            routes=[Route("/metrics", metrics.asgi_app(webtier.AsyncWebTier(client, config)))]
+        )
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://shop") as http:
+            response = await http.get("/metrics")
+        assert response.status_code == 200
+        assert samples(response.text)[("webtier_up", ())] == 1
+    finally:
+        await client.aclose()

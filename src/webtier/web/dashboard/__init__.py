@@ -14,12 +14,11 @@ pages, behind a CSRF check (starlette-csrf's double-submit cookie).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
 from importlib import resources
 
 from webtier._core.extras import extra_needed
 from webtier.aio import WebTier
-from webtier.metrics import Settings, exposition_of, read_async
+from webtier.metrics import MetricsApp, Settings
 from webtier.pagerules import PageRules
 
 with extra_needed("dashboard", "the dashboard"):
@@ -63,15 +62,6 @@ class _SecurityHeaders:
         await self.app(scope, receive, sending)
 
 
-def _exposition(tier: WebTier, settings: Settings) -> Callable[[Request], Awaitable[Response]]:
-    async def metrics(request: Request) -> Response:
-        snapshot = await read_async(tier, settings)
-        body, content_type = exposition_of(snapshot, request.headers.get("accept", ""))
-        return Response(body, headers={"Content-Type": content_type, "Cache-Control": "no-store"})
-
-    return metrics
-
-
 def dashboard(
     tier: WebTier,
     *,
@@ -104,7 +94,7 @@ def dashboard(
         Route("/api/stats", api.endpoint(api.statistics, tier)),
         Route("/api/stats/{context:path}", api.endpoint(api.context, tier)),
         Route("/api/health", api.endpoint(api.health, tier)),
-        Route("/metrics", _exposition(tier, metrics or Settings())),
+        Route("/metrics", MetricsApp(tier, metrics)),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
     middleware = [Middleware(_SecurityHeaders), Middleware(AccessMiddleware, credentials)]

@@ -135,12 +135,10 @@ async def series(tier: WebTier, request: Request) -> dict[str, Any]:
         raise InvalidInput("name", "give 1 to 20 counters", len(names))
     precision = _int(request, "precision", cfg.counters.seconds[0], 1, 2**31)
     overview.check_precision(cfg, precision)
-    try:
-        page = await tier.transport.run(
-            overview.read_counter_page(cfg, precision, names=names, limit=len(names))
-        )
-    except InvalidInput:
-        raise NotFound(f"no such counter: {names}") from None
+    # A name that could not be a counter's is one the index does not list.
+    page = await tier.transport.run(
+        overview.read_counter_page(cfg, precision, names=names, limit=len(names))
+    )
     if page.unknown:
         raise NotFound(f"no such counter: {', '.join(page.unknown)}")
     return {"precision": precision, "series": page.series}
@@ -148,17 +146,13 @@ async def series(tier: WebTier, request: Request) -> dict[str, Any]:
 
 async def statistics(tier: WebTier, request: Request) -> dict[str, Any]:
     """The ``limit`` contexts with the highest ``by`` over ``hours`` hours."""
-    if not tier.config.stats.histograms and _by(request).startswith("p"):
-        raise InvalidInput("by", "percentiles need histograms", _by(request))
+    by = _by(request)
+    limit = _int(request, "limit", 20, 1, 500)
+    periods = _periods(tier, request)
     summaries = await tier.transport.run(
-        overview.read_stats(
-            tier.config,
-            _periods(tier, request),
-            limit=_int(request, "limit", 20, 1, 500),
-            by=_by(request),
-        )
+        overview.read_stats(tier.config, periods, limit=limit, by=by)
     )
-    return {"by": _by(request), "contexts": [_summary(s) for s in summaries]}
+    return {"by": by, "contexts": [_summary(s) for s in summaries]}
 
 
 async def context(tier: WebTier, request: Request) -> dict[str, Any]:
