@@ -102,7 +102,8 @@ def dashboard(
         routes.append(
             Route("/api/actions/purge", api.endpoint(actions.purge(rules), tier), methods=["POST"])
         )
-        from starlette_csrf.middleware import CSRFMiddleware
+        with extra_needed("dashboard", "the dashboard's actions"):
+            from starlette_csrf.middleware import CSRFMiddleware
 
         # A secret per app: the CSRF cookie is signed, and a restart only
         # asks the page to be reloaded before the next action.
