@@ -107,7 +107,7 @@ def test_the_dashboard_live_in_a_browser(own_server: RedisServer) -> None:
 
         # New points arrive without a reload (1 s precision: within seconds).
         first = last_point(page, "counter-chart")
-        until(lambda: last_point(page, "counter-chart") > first, "a new point", 10)
+        until(lambda: last_point(page, "counter-chart") > first, "a new point")
 
         # Several counters overlaid, at another precision.
         names = page.eval_on_selector_all("#counter-names option", "os => os.map(o => o.value)")
