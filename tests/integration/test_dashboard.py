@@ -76,6 +76,7 @@ def counted(tier: webtier.AsyncWebTier) -> Callable[[], int]:
     return lambda: steps
 
 
+@pytest.mark.usefixtures("steady_hour")
 async def test_the_api_answers_each_panel(tier: webtier.AsyncWebTier) -> None:
     await some_data(tier)
     async with http(dashboard(tier)) as client:
@@ -158,6 +159,7 @@ async def test_without_redis_the_api_says_unreachable_and_metrics_say_down() -> 
         await client.aclose()
 
 
+@pytest.mark.usefixtures("steady_hour")
 async def test_a_page_load_costs_the_same_round_trips_for_10_or_500_counters(
     tier: webtier.AsyncWebTier,
 ) -> None:

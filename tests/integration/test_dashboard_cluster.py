@@ -48,6 +48,7 @@ def served(cluster: RedisCluster, prefix: str) -> Iterator[str]:
             process.wait(30)
 
 
+@pytest.mark.usefixtures("steady_hour")
 def test_the_dashboard_command_on_a_cluster(
     cluster: RedisCluster, prefix: str, served: str
 ) -> None:

@@ -95,6 +95,7 @@ def test_the_exposition_parses_and_says_what_redis_holds(
     assert families["webtier_counter"].type == "counter"
 
 
+@pytest.mark.usefixtures("steady_hour")
 def test_buckets_are_cumulative_and_end_at_the_count(tier: webtier.WebTier) -> None:
     some_data(tier)
     snapshot = tier.transport.run(metrics.read_snapshot(tier.config, metrics.Settings()))
