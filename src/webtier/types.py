@@ -191,6 +191,9 @@ class RowStatus:
     scheduled: int
     due: int  # due now and not claimed yet
     loading: int  # loads in flight (claimed by a worker, or read through)
+    # Seconds the most overdue row has waited past its due time (0: none due):
+    # how far the refreshing workers lag behind the schedule.
+    overdue: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,24 @@ def assert_usage_error(result: Result, option: str) -> None:
 # -- the cases seen ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3"])
+def test_the_dashboard_refuses_a_public_bind_without_credentials(url: str, host: str) -> None:
+    message = assert_one_error_line(run("--url", url, "dashboard", "--host", host))
+    assert "--token or --basic" in message
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--token", "short"), ("--basic", "nopassword"), ("--basic", ":pw")]
+)
+def test_weak_dashboard_credentials_are_one_line(url: str, option: str, value: str) -> None:
+    assert_one_error_line(run("--url", url, "dashboard", "--host", "0.0.0.0", option, value))
+
+
+def test_metrics_names_a_precision_that_is_not_configured(url: str) -> None:
+    message = assert_one_error_line(run("--url", url, "metrics", "--precision", "7"))
+    assert "precision" in message
+
+
 def test_a_database_number_the_server_lacks(url: str) -> None:
     message = assert_one_error_line(run("--url", url.replace("/0", "/99"), "counters", "list"))
     assert message.startswith("no such database number on this server")
@@ -224,7 +242,7 @@ def leaves(command: click.Command, path: tuple[click.Command, ...] = ()) -> Iter
 WHERE_REDIS_IS = ("url", "data_dir")
 # Commands that run until stopped, or for minutes, get bad values only where
 # click refuses them before the command starts (text where a number goes).
-PARSE_ONLY = {"server", "bench"}
+PARSE_ONLY = {"server", "bench", "dashboard"}
 # Known failures, not yet fixed: ``worker --once`` waits until every job has
 # succeeded once, so with rows scheduled and a --database that cannot be read
 # it backs off forever instead of failing (webtier/workers.py, _program).

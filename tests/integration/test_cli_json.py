@@ -130,3 +130,18 @@ def test_a_missing_name_is_a_document_and_exit_status_1(redis_url: str, prefix: 
     ran = webtier_cli(*edge, "counters", "show", "nosuch", "--json")
     assert ran.code == 1
     jsonschema.validate(json.loads(ran.stdout), schema("counters-show"))
+
+
+def test_metrics_prints_the_exposition(shop: tuple[str, ...]) -> None:
+    """``webtier metrics`` has no --json: its output is already a machine
+    format, the exposition a /metrics endpoint serves."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
+    from prometheus_client.parser import text_string_to_metric_families
+
+    ran = webtier_cli(*shop, "metrics")
+    assert ran.code == 0, ran
+    names = {family.name for family in text_string_to_metric_families(ran.stdout)}
+    assert {"webtier_up", "webtier_counter", "webtier_sessions", "webtier_rows_scheduled"} <= names
+    ran = webtier_cli(*shop, "metrics", "--openmetrics")
+    assert ran.stdout.endswith("# EOF\n")
+    assert "webtier_access_time_seconds" in {family.name for family in om(ran.stdout)}

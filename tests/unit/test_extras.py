@@ -97,3 +97,33 @@ def test_a_command_without_its_extra_is_one_line() -> None:
     assert done.stderr == (
         "error: webtier[sql] is needed for the row cache commands: pip install 'webtier[sql]'\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("missing", "module", "line"),
+    [
+        (
+            "prometheus_client",
+            "webtier.metrics",
+            "webtier[metrics] is needed for the metrics exposition",
+        ),
+        ("jinja2", "webtier.web.dashboard", "webtier[dashboard] is needed for the dashboard"),
+        ("starlette_csrf", "webtier.web.dashboard", None),  # only for actions: imported then
+    ],
+)
+def test_the_dashboard_and_metrics_name_their_extra(
+    missing: str, module: str, line: str | None
+) -> None:
+    done = python(
+        "import sys\n"
+        f"sys.modules[{missing!r}] = None\n"
+        "try:\n"
+        f"    import {module}\n"
+        "except ImportError as error:\n"
+        "    print(type(error).__name__, error, sep=': ')\n"
+    )
+    assert done.returncode == 0, done.stderr
+    if line is None:
+        assert done.stdout == ""
+    else:
+        assert done.stdout.startswith(f"MissingExtra: {line}: pip install")

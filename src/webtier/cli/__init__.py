@@ -22,6 +22,7 @@ from webtier.cli import (
     bench,
     completion,
     counters,
+    dashboard,
     demo,
     ranking,
     rows,
@@ -59,6 +60,8 @@ for command in (
     stats.stats,
     ranking.ranking,
     sessions.sessions,
+    dashboard.dashboard,
+    dashboard.metrics,
 ):
     main.add_command(offer_global_options(command, main))
 main.add_command(LazyCommand("bench", bench.bench, bench.SHORT_HELP))

@@ -34,6 +34,7 @@ from webtier._core.protocol import (
     Reply,
     Request,
     ScriptCall,
+    pairs,
     pause,
     read,
     text,
@@ -179,11 +180,19 @@ def status(cfg: Config, source: Source) -> Op[RowStatus]:
     name = check_source(source).name
     shards = [cfg.keys.row_shard(name, n) for n in range(cfg.rows.shards)]
     replies = yield tuple(
-        read(s.route, ("ZCARD", s.due), ("ZCOUNT", s.due, "-inf", now), ("ZCARD", s.lease))
+        read(
+            s.route,
+            ("ZCARD", s.due),
+            ("ZCOUNT", s.due, "-inf", now),
+            ("ZCARD", s.lease),
+            ("ZRANGE", s.due, 0, 0, "WITHSCORES"),  # the next row due: the refresh's lag
+        )
         for s in shards
     )
-    totals = [sum(int(reply[i]) for reply in replies) for i in range(3)]
-    return RowStatus(*totals)
+    scheduled, due, loading = (sum(int(reply[i]) for reply in replies) for i in range(3))
+    firsts = [float(score) for reply in replies for _, score in pairs(reply[3])]
+    overdue = max(0.0, (now - min(firsts)) / 1000) if firsts else 0.0
+    return RowStatus(scheduled, due, loading, overdue)
 
 
 # -- reading --------------------------------------------------------------------------

@@ -131,7 +131,7 @@ class ASGIMiddleware:
                 copy = await run(pagecache.lookup(self.tier.config, plan))
         except WebtierError as error:
             self.policy.outage.report(error)
-            await self._done(Served("MISS", rendered=await render()), request, send)
+            await self._done(Served("MISS", rendered=await render()), request, send, render)
             return
         leader = self._inflight.get(plan.digest) if copy is None else None
         if leader is not None:
@@ -162,10 +162,12 @@ class ASGIMiddleware:
             if leading:
                 del self._inflight[plan.digest]
             future.set_result(served)
-        await self._done(served, request, send)
+        await self._done(served, request, send, render)
 
-    async def _done(self, served: Served, request: PageRequest, send: Send) -> None:
-        self._count(served.outcome)
+    async def _done(
+        self, served: Served, request: PageRequest, send: Send, render: _Render | None = None
+    ) -> None:
+        self._count(served.outcome, render is not None and render.result is not None)
         await self._answer(served, request, send)
 
     async def _answer(self, served: Served, request: PageRequest, send: Send) -> None:
@@ -182,13 +184,14 @@ class ASGIMiddleware:
         await send({"type": "http.response.start", "status": status, "headers": raw})
         await send({"type": "http.response.body", "body": body})
 
-    def _count(self, outcome: CacheStatus) -> None:
-        name = self.policy.counter(outcome)
-        if name is None:
+    def _count(self, outcome: CacheStatus, rendered: bool) -> None:
+        names = self.policy.counters(outcome, rendered)
+        if not names:
             return
         if self._recorder is None:  # made on first use: it needs the running loop
             self._recorder = self.tier.counters.recorder()
-        self._recorder.incr(name)
+        for name in names:
+            self._recorder.incr(name)
 
     async def aclose(self) -> None:
         """Flush the hit/miss counts (call at shutdown)."""

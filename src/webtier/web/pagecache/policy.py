@@ -24,6 +24,9 @@ log = logging.getLogger("webtier.pagecache")
 Headers = tuple[tuple[str, str], ...]
 
 COUNTERS = {"HIT": "pagecache:hit", "MISS": "pagecache:miss", "STALE": "pagecache:stale"}
+# Counted apart from the outcomes: a MISS may share another request's render,
+# and a render may fail to be stored; this is what the app's CPU paid.
+RENDERS = "pagecache:render"
 
 
 def store_ttl(
@@ -132,9 +135,12 @@ class Policy:
             self.unkeyed.report(plan, request)
         return plan
 
-    def counter(self, outcome: CacheStatus) -> str | None:
-        """The counter of an outcome, None when counting is off."""
-        return COUNTERS[outcome] if self.settings.counters else None
+    def counters(self, outcome: CacheStatus, rendered: bool) -> tuple[str, ...]:
+        """The counters an answer adds one to (none when counting is off):
+        its outcome's, and the renders' when the app rendered the page."""
+        if not self.settings.counters:
+            return ()
+        return (COUNTERS[outcome], RENDERS) if rendered else (COUNTERS[outcome],)
 
 
 class OutageLog:

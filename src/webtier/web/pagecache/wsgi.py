@@ -154,7 +154,8 @@ class WSGIMiddleware:
             self.policy.outage.report(error)
             served = Served("MISS", rendered=render.result or render())
         if self.recorder is not None:
-            self.recorder.incr(policy.COUNTERS[served.outcome])
+            for name in self.policy.counters(served.outcome, render.result is not None):
+                self.recorder.incr(name)
         if served.page is not None:
             status, headers, body = policy.page_response(
                 served.page, request.headers, served.outcome
