@@ -33,14 +33,12 @@ import statistics
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
-
-import redis
 
 from benchmarks import _cluster_workloads as workloads
 from benchmarks._harness import Harness
-from benchmarks._loops import Loop, Workers, run_loop
+from benchmarks._loops import Loop, Workers
+from benchmarks._nodes import Nodes, measure_run, setup_workers
 from benchmarks._render import number, times
 from benchmarks._results import Measurement, Row, Table
 from webtier.testing import RedisCluster
@@ -64,32 +62,6 @@ COLUMNS = (
     "met",
 )
 RIGHT = frozenset(COLUMNS[1:7])
-
-
-class _SlowStartWorkers(Workers):
-    """Workers given time to set up before a run: a process makes its
-    sessions, pages and rows first (hundreds of round trips on a loaded
-    machine), and the CPU count starts when the run does."""
-
-    LEAD = 3.0
-
-
-@dataclass(frozen=True, slots=True)
-class Nodes:
-    """The servers of one setup, for CPU accounting (``clients`` of every
-    master: the single server, or each master of the Cluster)."""
-
-    label: str
-    url: str
-    clients: tuple[redis.Redis, ...]
-    flush: Callable[[], object]
-
-    def cpu_seconds(self) -> list[float]:
-        found = []
-        for client in self.clients:
-            cpu: dict[str, Any] = client.info("cpu")
-            found.append(float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]))
-        return found
 
 
 @dataclass
@@ -123,27 +95,6 @@ def _cluster_nodes() -> Iterator[Nodes]:
         cluster.stop()
 
 
-def _measure(
-    h: Harness,
-    workload: Callable[[str], AbstractContextManager[Loop]],
-    nodes: Nodes,
-    processes: int,
-    workers: Workers | None,
-) -> tuple[float, float, list[float]]:
-    """One run: ops/s, server CPU µs per operation, CPU seconds per node."""
-    before: list[float] = []
-    runs = run_loop(
-        partial(workload, nodes.url),
-        processes,
-        h.settings.seconds,
-        workers,
-        lambda: before.extend(nodes.cpu_seconds()),
-    )
-    spent = [after - start for after, start in zip(nodes.cpu_seconds(), before, strict=True)]
-    ops = sum(run.ops for run in runs)
-    return sum(run.rate for run in runs), (sum(spent) * 1e6 / ops if ops else 0.0), spent
-
-
 def _compare(
     h: Harness,
     what: str,
@@ -161,10 +112,13 @@ def _compare(
     for round_number in range(h.settings.repeat):
         for nodes, figures in zip(setups, found, strict=True):
             h.say(f"{what} on {nodes.label}, {processes} process(es), run {round_number + 1}")
-            rate, cpu_us, spent = _measure(h, workload, nodes, processes, workers)
-            figures.rates.append(rate)
-            figures.cpu_us.append(cpu_us)
-            figures.node_cpu = [a + b for a, b in zip(figures.node_cpu, spent, strict=True)]
+            run = measure_run(workload, nodes, processes, h.settings.seconds, workers)
+            figures.rates.append(run.rate)
+            figures.cpu_us.append(run.cpu_us_per_op)
+            figures.node_cpu = [
+                total + spent.cpu_seconds
+                for total, spent in zip(figures.node_cpu, run.spent, strict=True)
+            ]
             h.ticker.tick()
     for nodes, figures in zip(setups, found, strict=True):
         shares = ", ".join(f"{share:.0%}" for share in figures.shares)
@@ -229,11 +183,9 @@ def run(h: Harness) -> list[Row]:
     single = Nodes("1 server", h.server.url, (h.server.admin,), h.server.flush)
     records: list[dict[str, Any]] = []
     with _cluster_nodes() as cluster, contextlib.ExitStack() as stack:
-        workers: Workers | None = None
-        if max(h.settings.processes) > 1:
-            workers = stack.enter_context(
-                contextlib.closing(_SlowStartWorkers(max(h.settings.processes)))
-            )
+        workers = setup_workers(h.settings.processes)
+        if workers is not None:
+            stack.enter_context(contextlib.closing(workers))
         for processes in h.settings.processes:
             pool = workers if processes > 1 else None
             for what, workload in workloads.WORKLOADS.items():
