@@ -24,6 +24,7 @@ from typing import Any
 
 from benchmarks._loops import Loop
 from benchmarks._ranking_workloads import VIEWS
+from webtier import capacity
 from webtier._core.protocol import Call
 from webtier.config import ACCESS_TIME
 from webtier.connect import connect
@@ -41,7 +42,10 @@ CONTEXTS = tuple(f"/shop/page-{i}/{{id}}" for i in range(100))
 _rng = random.Random(17)
 # Page times in seconds, log-normal around 18 ms (as the stats bench's).
 TIMES = tuple(_rng.lognormvariate(-4.0, 0.6) for _ in range(1000))
-PAGE_BODY = b"<tr><td>a row of an item page</td></tr>\n" * 250  # 10 KB
+# A page gzip cannot shrink, stored as it is: 10,000 bytes, the capacity
+# model's default page.
+PAGE_BYTES = 10_000
+PAGE_BODY = random.Random(10).randbytes(PAGE_BYTES)
 
 
 @contextlib.contextmanager
@@ -198,18 +202,25 @@ def mixed(url: str) -> Iterator[Loop]:
             if next(turn) % 10 == 0:
                 carts.step()
 
-        # 6 parts x 10 operations, and 10 cart changes every tenth step: 61 a step.
+        # 6 parts x 10 operations, and 10 cart changes every tenth step: 61 a
+        # step, 6.1 a page request: the capacity model's SHOP_MIX.
         yield Loop(step, len(parts) * PER_STEP + PER_STEP // 10)
 
 
-WORKLOADS: dict[str, Callable[[str], contextlib.AbstractContextManager[Loop]]] = {
-    "sessions touch, with an item": touch,
-    "sessions check": check,
-    "cart set": cart_set,
-    "counter record": counter_record,
-    "stats record": stats_record,
-    "page-cache hit": page_hit,
-    "row read": row_read,
-    "item view": view,
-    "mixed: a shop's page requests": mixed,
+# A page request of the mixed workload, as the capacity model's SHOP_MIX says.
+MIXED_OPERATIONS_PER_HIT = sum(capacity.SHOP_MIX.values())
+
+
+# The hot operations, under the capacity model's names, whose costs it takes.
+OPERATIONS: dict[str, Callable[[str], contextlib.AbstractContextManager[Loop]]] = {
+    capacity.TOUCH: touch,
+    capacity.CHECK: check,
+    capacity.CART_SET: cart_set,
+    capacity.COUNTER_RECORD: counter_record,
+    capacity.STATS_RECORD: stats_record,
+    capacity.PAGE_HIT: page_hit,
+    capacity.ROW_READ: row_read,
+    capacity.ITEM_VIEW: view,
 }
+MIXED = "mixed: a shop's page requests"
+WORKLOADS = {**OPERATIONS, MIXED: mixed}

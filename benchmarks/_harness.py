@@ -292,14 +292,15 @@ class Harness:
         items the server holds (so the reading excludes the counting's buffers)."""
         self.say(f"{name}: loading")
         self.server.flush()
-        before = self._settled_memory()
+        before = self.settled_memory()
         load()
-        grown = self._settled_memory() - before
+        grown = self.settled_memory() - before
         items = count()
         note = f"{grown:,} bytes for {items:,}"
         return self._record(Measurement(name, 1, unit, (grown / items,), note=note))
 
-    def _settled_memory(self) -> int:
+    def settled_memory(self) -> int:
+        """``used_memory`` once the server has freed what closed clients held."""
         # A moment for the server to free what a client that just closed held
         # (its buffers): it notices the close on a later turn of its loop.
         time.sleep(0.2)

@@ -249,3 +249,22 @@ def cluster_command(**options: Any) -> None:
     from benchmarks import cluster
 
     run_bench(cluster.TITLE, cluster.run, **options)
+
+
+# -- capacity ---
+
+
+@bench.command("capacity")
+@bench_options
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Also run a small shop and compare its memory, CPU and network with the "
+    "model's prediction.",
+)
+def capacity_command(check: bool, **options: Any) -> None:
+    """The measured inputs of webtier size (server CPU and network per operation,
+    memory per stored thing), and with --check the model against a run."""
+    from benchmarks import capacity
+
+    run_bench(capacity.TITLE, functools.partial(capacity.run, check=check), **options)

@@ -1,0 +1,302 @@
+"""How much Redis a shop needs: memory, server CPU, Cluster masters,
+maintenance workers and network, from a shop's size and measured costs.
+
+A pure model (no I/O): :func:`size` of a :class:`Shop` with :class:`Costs`.
+The default shop is the book's (*Redis in Action* 2.1: 100 million hits a
+day from 5 million users, 10 million sessions, 6,000 writes/s at peak); the
+default costs, :data:`MEASURED`, were measured on a real server by
+``webtier bench capacity`` (``benchmarks/capacity.py``), and
+``docs/capacity.md`` says where each comes from and checks the model
+against a measured run. ``webtier size`` prints it.
+
+What the model assumes, so that its answers can be judged:
+
+* every hit makes the operations of :attr:`Shop.mix` (by default those of a
+  shop's page request: check and touch the session with the viewed item,
+  read the item's row, serve its cached page, count the page and time it,
+  and a cart change every tenth hit); the peak is ``peak_factor`` times the
+  day's average rate;
+* server CPU per operation is that of a busy server (several clients
+  pipelining nothing, each waiting for its reply): an idle server spends
+  more per operation, on its own event-loop wake-ups;
+* memory is Redis's ``used_memory`` of full data sets: every session with its
+  viewed items (25, and up to 3 more between trims) and a 3-line cart, every
+  counter with all its samples, every statistic for all its periods; plan
+  ``maxmemory`` with room for fragmentation and for copies made on a fork;
+* a master can use ``headroom`` of one core at peak (Redis runs commands on
+  one thread), and holds at most ``master_memory`` bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from webtier.config import CounterSettings, RankingSettings, StatsSettings
+from webtier.errors import ConfigError
+
+GIB = 2**30
+DAY = 86_400
+
+# The hot operation of each capability, as the benchmarks name them.
+CHECK = "sessions check"
+TOUCH = "sessions touch, with an item"
+CART_SET = "cart set"
+COUNTER_RECORD = "counter record"
+STATS_RECORD = "stats record"
+PAGE_HIT = "page-cache hit"
+ROW_READ = "row read"
+ITEM_VIEW = "item view"
+OPERATIONS = (CHECK, TOUCH, CART_SET, COUNTER_RECORD, STATS_RECORD, PAGE_HIT, ROW_READ, ITEM_VIEW)
+
+# A page request of a shop (the mixed workload of ``webtier bench cluster``):
+# operations per hit. The item view is counted by the touch.
+SHOP_MIX: Mapping[str, float] = MappingProxyType(
+    {
+        CHECK: 1,
+        TOUCH: 1,
+        ROW_READ: 1,
+        PAGE_HIT: 1,
+        COUNTER_RECORD: 1,
+        STATS_RECORD: 1,
+        CART_SET: 0.1,
+    }
+)
+
+# The book's peak: 6,000 session writes/s when 100 million hits a day
+# average 1,157/s (the book rounds the average to 1,200).
+BOOK_PEAK_FACTOR = 6_000 / (100e6 / DAY)
+
+
+def _frozen(mapping: Mapping[str, float]) -> Mapping[str, float]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, slots=True)
+class Costs:
+    """Measured costs: what each operation and each stored thing takes."""
+
+    cpu_us: Mapping[str, float]  # server CPU µs per operation (user + system)
+    bytes_in: Mapping[str, float]  # request bytes per operation, client to server
+    bytes_out: Mapping[str, float]  # reply bytes per operation (a page hit's without the page)
+    session_bytes: float  # a session, its 28 viewed items, a 3-line cart, its indexes
+    counter_sample_bytes: float  # one retained (counter, precision, slice) sample
+    stats_record_bytes: float  # one (context, type) for one period, with its histogram
+    page_overhead_bytes: float  # a cached page beyond its stored (gzipped) body
+    page_body_factor: float  # used_memory per stored body byte (the allocator rounds up)
+    row_bytes: float  # a cached row (the demo shop's inventory row) and its schedule entry
+    ranked_item_bytes: float  # one item in the view ranking
+    sessions_cleaned_per_s: float  # by one cleaner process
+    counters_cleaned_per_s: float  # visited by one counter cleaner's pass
+    rows_refreshed_per_s: float  # reloaded by one row refresher (from PostgreSQL)
+    source: str = ""  # where and how these were measured
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_us", "bytes_in", "bytes_out"):
+            table: Mapping[str, float] = getattr(self, name)
+            missing = set(OPERATIONS) - set(table)
+            if missing:
+                raise ConfigError(f"costs.{name} lacks {', '.join(sorted(missing))}")
+            object.__setattr__(self, name, _frozen(table))
+
+
+# Measured by `webtier bench capacity` on a 2-core AMD EPYC VM, Redis 7.0.15,
+# redis-py 8.1 with hiredis, 4 client processes; the cleanup and refresh
+# rates are `webtier bench sessions`, `counters` and `rowcache`'s figures in
+# docs/benchmarks.md (same machine). docs/capacity.md has the tables.
+MEASURED = Costs(
+    cpu_us={
+        CHECK: 10.0,
+        TOUCH: 24.4,
+        CART_SET: 16.0,
+        COUNTER_RECORD: 21.8,
+        STATS_RECORD: 22.5,
+        PAGE_HIT: 10.9,
+        ROW_READ: 10.3,
+        ITEM_VIEW: 10.9,
+    },
+    bytes_in=dict.fromkeys(OPERATIONS, 100.0),
+    bytes_out=dict.fromkeys(OPERATIONS, 20.0),
+    session_bytes=1_044,
+    counter_sample_bytes=9.96,
+    stats_record_bytes=1_305,
+    page_overhead_bytes=150,
+    page_body_factor=1.02,
+    row_bytes=300,
+    ranked_item_bytes=60,
+    sessions_cleaned_per_s=257_524,
+    counters_cleaned_per_s=35_565,
+    rows_refreshed_per_s=24_607,
+    source="webtier bench capacity, 2026-11-25, 2-core AMD EPYC, Redis 7.0.15",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Shop:
+    """A shop's size and load; the defaults are the book's shop."""
+
+    hits_per_day: float = 100e6
+    users: float = 5e6  # distinct users a day, each starting one session a day
+    sessions: float = 10e6  # sessions kept
+    items: float = 1e6  # items in the catalogue (the ranking keeps the viewed ones)
+    cached_pages: float = 10_000  # the book caches the 10,000 most viewed items' pages
+    page_bytes: float = 10_000  # a cached page as stored: gzipped when that pays
+    cached_rows: float = 100_000  # the book's 100,000 items for sale
+    row_refresh_s: float = 60.0  # each cached row reloaded this often
+    counters: float = 1_000  # counter names (each at every precision)
+    stats_contexts: float = 1_000  # timed contexts (pages), one type each
+    stats_periods: float = StatsSettings().keep + 1  # periods kept: the current one and 24 more
+    peak_factor: float = BOOK_PEAK_FACTOR  # peak rate over the day's average
+    headroom: float = 0.5  # share of a master's core to use at peak
+    master_memory: float = 25 * GIB  # most used_memory one master may hold
+    mix: Mapping[str, float] = field(default_factory=lambda: SHOP_MIX)
+
+    def __post_init__(self) -> None:
+        for name in (
+            "hits_per_day", "users", "sessions", "items", "cached_pages", "page_bytes",
+            "cached_rows", "counters", "stats_contexts", "stats_periods",
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ConfigError(f"{name} must be a number >= 0, not {value!r}")
+        for name in ("row_refresh_s", "peak_factor", "master_memory"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"{name} must be a number > 0, not {value!r}")
+        if not 0 < self.headroom <= 1:
+            raise ConfigError(f"headroom must be in (0, 1], not {self.headroom!r}")
+        if self.peak_factor < 1:
+            raise ConfigError(f"peak_factor must be >= 1, not {self.peak_factor!r}")
+        unknown = set(self.mix) - set(OPERATIONS)
+        if unknown:
+            raise ConfigError(f"mix names unknown operations: {', '.join(sorted(unknown))}")
+        if any(count < 0 for count in self.mix.values()):
+            raise ConfigError("mix counts must be >= 0")
+        object.__setattr__(self, "mix", _frozen(self.mix))
+
+    @property
+    def average_hits_per_s(self) -> float:
+        return self.hits_per_day / DAY
+
+    @property
+    def peak_hits_per_s(self) -> float:
+        return self.average_hits_per_s * self.peak_factor
+
+
+@dataclass(frozen=True, slots=True)
+class Worker:
+    """A maintenance job: the rate it must keep up with at peak, what one
+    process does, and how many processes that takes (at least one)."""
+
+    job: str
+    needed_per_s: float
+    one_process_per_s: float
+    processes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sizing:
+    """What a shop needs; bytes are Redis's ``used_memory``."""
+
+    shop: Shop
+    peak_hits_per_s: float
+    memory_bytes: Mapping[str, float]  # by capability
+    cpu_cores_at_peak: float  # server CPU seconds per second, all masters
+    cpu_us_per_hit: float
+    masters: int  # Cluster masters (1: one server is enough)
+    masters_for_cpu: int
+    masters_for_memory: int
+    workers: tuple[Worker, ...]
+    network_in_per_s: float  # bytes/s into the servers at peak
+    network_out_per_s: float  # bytes/s out of the servers at peak
+
+    @property
+    def memory_total(self) -> float:
+        return sum(self.memory_bytes.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        found = asdict(self)
+        found["shop"]["mix"] = dict(self.shop.mix)
+        found["memory_bytes"] = dict(self.memory_bytes)
+        found["memory_total"] = self.memory_total
+        return found
+
+
+def memory(shop: Shop, costs: Costs = MEASURED) -> dict[str, float]:
+    """used_memory of each capability's data, in bytes."""
+    counter_samples = sum(p.samples for p in CounterSettings().precisions)
+    ranking = RankingSettings()
+    # Between two rescales the ranking holds the kept items and any other
+    # item viewed since: at most the catalogue, at most the views made.
+    views_per_period = shop.average_hits_per_s * ranking.interval * _views_per_hit(shop)
+    ranked = min(shop.items, ranking.keep + views_per_period)
+    return {
+        "sessions": shop.sessions * costs.session_bytes,
+        "counters": shop.counters * counter_samples * costs.counter_sample_bytes,
+        "stats": shop.stats_contexts * shop.stats_periods * costs.stats_record_bytes,
+        "page cache": shop.cached_pages
+        * (costs.page_overhead_bytes + shop.page_bytes * costs.page_body_factor),
+        "row cache": shop.cached_rows * costs.row_bytes,
+        "view ranking": ranked * costs.ranked_item_bytes,
+    }
+
+
+def _views_per_hit(shop: Shop) -> float:
+    return shop.mix.get(TOUCH, 0) + shop.mix.get(ITEM_VIEW, 0)
+
+
+def cpu_us_per_hit(shop: Shop, costs: Costs = MEASURED) -> float:
+    """Server CPU µs one hit costs, all its operations together."""
+    return sum(count * costs.cpu_us[op] for op, count in shop.mix.items())
+
+
+def workers(shop: Shop, costs: Costs = MEASURED) -> tuple[Worker, ...]:
+    """The maintenance processes each job needs at peak."""
+    counters = CounterSettings()
+    jobs = (
+        # Sessions leave as fast as they arrive: each user starts one a day.
+        ("session cleaner", shop.users / DAY * shop.peak_factor, costs.sessions_cleaned_per_s),
+        # Every counter is visited once a pass (precisions not due are skipped).
+        ("counter cleaner", shop.counters / counters.clean_interval, costs.counters_cleaned_per_s),
+        ("row refresher", shop.cached_rows / shop.row_refresh_s, costs.rows_refreshed_per_s),
+    )
+    found = [
+        Worker(job, needed, one, max(1, math.ceil(needed / (one * shop.headroom))))
+        for job, needed, one in jobs
+    ]
+    # The rescale runs once a period whoever runs it: one process.
+    found.append(Worker("ranking rescaler", 1 / RankingSettings().interval, 1.0, 1))
+    return tuple(found)
+
+
+def size(shop: Shop | None = None, costs: Costs = MEASURED) -> Sizing:
+    """Memory, server CPU, masters, workers and network for ``shop``."""
+    shop = shop or Shop()
+    peak = shop.peak_hits_per_s
+    per_hit = cpu_us_per_hit(shop, costs)
+    cores = peak * per_hit / 1e6
+    used = memory(shop, costs)
+    for_cpu = max(1, math.ceil(cores / shop.headroom))
+    for_memory = max(1, math.ceil(sum(used.values()) / shop.master_memory))
+    masters = max(for_cpu, for_memory)
+    if masters > 1:
+        masters = max(masters, 3)  # Redis Cluster's least
+    bytes_in = sum(count * costs.bytes_in[op] for op, count in shop.mix.items())
+    bytes_out = sum(count * costs.bytes_out[op] for op, count in shop.mix.items())
+    bytes_out += shop.mix.get(PAGE_HIT, 0) * shop.page_bytes
+    return Sizing(
+        shop=shop,
+        peak_hits_per_s=peak,
+        memory_bytes=_frozen(used),
+        cpu_cores_at_peak=cores,
+        cpu_us_per_hit=per_hit,
+        masters=masters,
+        masters_for_cpu=for_cpu,
+        masters_for_memory=for_memory,
+        workers=workers(shop, costs),
+        network_in_per_s=peak * bytes_in,
+        network_out_per_s=peak * bytes_out,
+    )
