@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -150,7 +150,7 @@ class Shop:
     stats_contexts: float = 1_000  # timed contexts (pages), one type each
     stats_periods: float = StatsSettings().keep + 1  # periods kept: the current one and 24 more
     peak_factor: float = BOOK_PEAK_FACTOR  # peak rate over the day's average
-    headroom: float = 0.5  # share of a master's core to use at peak
+    headroom: float = 0.75  # share of a master's core to use at peak
     master_memory: float = 25 * GIB  # most used_memory one master may hold
     mix: Mapping[str, float] = field(default_factory=lambda: SHOP_MIX)
 
@@ -218,11 +218,15 @@ class Sizing:
         return sum(self.memory_bytes.values())
 
     def as_dict(self) -> dict[str, Any]:
-        found = asdict(self)
-        found["shop"]["mix"] = dict(self.shop.mix)
-        found["memory_bytes"] = dict(self.memory_bytes)
-        found["memory_total"] = self.memory_total
-        return found
+        """Plain values, for JSON."""
+        shop = {f.name: getattr(self.shop, f.name) for f in fields(self.shop)}
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        return found | {
+            "shop": shop | {"mix": dict(self.shop.mix)},
+            "memory_bytes": dict(self.memory_bytes),
+            "memory_total": self.memory_total,
+            "workers": [asdict(worker) for worker in self.workers],
+        }
 
 
 def memory(shop: Shop, costs: Costs = MEASURED) -> dict[str, float]:

@@ -27,6 +27,7 @@ from webtier.cli import (
     rows,
     server,
     sessions,
+    size,
     stats,
     workers,
 )
@@ -59,6 +60,7 @@ for command in (
     stats.stats,
     ranking.ranking,
     sessions.sessions,
+    size.size,
 ):
     main.add_command(offer_global_options(command, main))
 main.add_command(LazyCommand("bench", bench.bench, bench.SHORT_HELP))
