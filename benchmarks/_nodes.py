@@ -4,12 +4,16 @@ A setup (one server, or every master of a Cluster) is read with ``INFO``
 before and after a run: CPU (``used_cpu_user + used_cpu_sys``, which counts
 everything a server does for the run, network system calls included, where
 INFO commandstats counts command execution only) and network bytes
-(``total_net_input_bytes`` and ``total_net_output_bytes``).
+(``total_net_input_bytes`` and ``total_net_output_bytes``); and the
+command time of INFO commandstats, which leaves out the reading, parsing and
+replying that CPU counts, so that the two apart tell the work of the
+commands from the cost of their round trips.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
@@ -18,6 +22,11 @@ from typing import Any
 import redis
 
 from benchmarks._loops import Loop, Workers, run_loop
+from benchmarks._server import BenchServer
+from webtier.connect import connect
+
+# The bench's own commands, never counted as the workload's.
+_PROBES = frozenset({"info", "config", "ping", "cluster"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +36,14 @@ class Reading:
     cpu_seconds: float
     net_in: int  # bytes received
     net_out: int  # bytes sent
+    command_usec: int  # commandstats time of every command but the probes
 
     def __sub__(self, earlier: Reading) -> Reading:
         return Reading(
             self.cpu_seconds - earlier.cpu_seconds,
             self.net_in - earlier.net_in,
             self.net_out - earlier.net_out,
+            self.command_usec - earlier.command_usec,
         )
 
 
@@ -51,11 +62,17 @@ class Nodes:
         for client in self.clients:
             info: dict[str, Any] = client.info("all")
             cpu = float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
-            found.append(
-                Reading(
-                    cpu, int(info["total_net_input_bytes"]), int(info["total_net_output_bytes"])
-                )
+            commands = sum(
+                int(figures["usec"])
+                for key, figures in info.items()
+                if key.startswith("cmdstat_")
+                and key.removeprefix("cmdstat_").split("|")[0] not in _PROBES
             )
+            net_in, net_out = (
+                int(info["total_net_input_bytes"]),
+                int(info["total_net_output_bytes"]),
+            )
+            found.append(Reading(cpu, net_in, net_out, commands))
         return found
 
 
@@ -70,6 +87,11 @@ class RunFigures:
     @property
     def cpu_us_per_op(self) -> float:
         return sum(r.cpu_seconds for r in self.spent) * 1e6 / self.ops if self.ops else 0.0
+
+    @property
+    def command_us_per_op(self) -> float:
+        """commandstats µs per operation: the commands' own work."""
+        return sum(r.command_usec for r in self.spent) / self.ops if self.ops else 0.0
 
     @property
     def bytes_in_per_op(self) -> float:
@@ -99,6 +121,17 @@ def measure_run(
     )
     spent = tuple(after - start for after, start in zip(nodes.read(), before, strict=True))
     return RunFigures(sum(run.ops for run in runs), sum(run.rate for run in runs), spent)
+
+
+@contextlib.contextmanager
+def single_server(server: BenchServer) -> Iterator[Nodes]:
+    """The bench's single server as a setup, read through a client of its own
+    with a long timeout: a loaded machine can stall a reply for seconds."""
+    client: redis.Redis = connect(server.url, socket_timeout=60)  # type: ignore[assignment]
+    try:
+        yield Nodes("1 server", server.url, (client,), server.flush)
+    finally:
+        client.close()
 
 
 class SlowStartWorkers(Workers):

@@ -33,7 +33,7 @@ from benchmarks import _capacity_loads as loads
 from benchmarks import _cluster_workloads as workloads
 from benchmarks._harness import Harness
 from benchmarks._loops import Workers
-from benchmarks._nodes import Nodes, RunFigures, measure_run, setup_workers
+from benchmarks._nodes import Nodes, RunFigures, measure_run, setup_workers, single_server
 from benchmarks._render import number
 from benchmarks._results import Row, Table
 from webtier import capacity
@@ -65,9 +65,8 @@ CHECK_COLUMNS = ("quantity", "predicted", "measured", "measured/predicted", "wit
 
 def run(h: Harness, check: bool = False) -> list[Row]:
     """Measure the model's inputs; with ``check``, the model against a run."""
-    nodes = Nodes("1 server", h.server.url, (h.server.admin,), h.server.flush)
     processes = max(h.settings.processes)
-    with contextlib.ExitStack() as stack:
+    with single_server(h.server) as nodes, contextlib.ExitStack() as stack:
         workers = setup_workers((processes,))
         if workers is not None:
             stack.enter_context(contextlib.closing(workers))

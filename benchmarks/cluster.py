@@ -38,7 +38,7 @@ from typing import Any
 from benchmarks import _cluster_workloads as workloads
 from benchmarks._harness import Harness
 from benchmarks._loops import Loop, Workers
-from benchmarks._nodes import Nodes, measure_run, setup_workers
+from benchmarks._nodes import Nodes, measure_run, setup_workers, single_server
 from benchmarks._render import number, times
 from benchmarks._results import Measurement, Row, Table
 from webtier.testing import RedisCluster
@@ -57,11 +57,12 @@ COLUMNS = (
     "1 server CPU µs/op",
     "Cluster CPU µs/op",
     "CPU Cluster/1 server",
+    "commandstats µs/op, 1 server / Cluster",
     "masters' shares",
     "targets",
     "met",
 )
-RIGHT = frozenset(COLUMNS[1:7])
+RIGHT = frozenset(COLUMNS[1:8])
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Figures:
 
     rates: list[float]
     cpu_us: list[float]  # server CPU µs per operation, all nodes
+    command_us: list[float]  # commandstats µs per operation, all nodes
     node_cpu: list[float]  # CPU seconds per node, summed over the runs
 
     @property
@@ -105,7 +107,7 @@ def _compare(
 ) -> list[Figures]:
     """Each setup's figures, the setups taking turns run by run, each
     emptied before the operation's first run."""
-    found = [Figures([], [], [0.0] * len(nodes.clients)) for nodes in setups]
+    found = [Figures([], [], [], [0.0] * len(nodes.clients)) for nodes in setups]
     for nodes in setups:
         nodes.flush()
     h.ticker.begin(f"{what}, {processes} process(es)", h.settings.repeat * len(setups))
@@ -115,6 +117,7 @@ def _compare(
             run = measure_run(workload, nodes, processes, h.settings.seconds, workers)
             figures.rates.append(run.rate)
             figures.cpu_us.append(run.cpu_us_per_op)
+            figures.command_us.append(run.command_us_per_op)
             figures.node_cpu = [
                 total + spent.cpu_seconds
                 for total, spent in zip(figures.node_cpu, run.spent, strict=True)
@@ -128,6 +131,7 @@ def _compare(
                 processes,
                 "ops/s",
                 tuple(figures.rates),
+                server_us=tuple(figures.command_us),
                 cpu_us=tuple(figures.cpu_us),
                 note=f"CPU shares by node: {shares}" if len(figures.shares) > 1 else "",
             )
@@ -148,6 +152,8 @@ def _record(what: str, processes: int, single: Figures, cluster: Figures) -> dic
         "single_cpu_us_per_op": single_cpu,
         "cluster_cpu_us_per_op": cluster_cpu,
         "cpu_ratio": ratio,
+        "single_command_us_per_op": statistics.median(single.command_us),
+        "cluster_command_us_per_op": statistics.median(cluster.command_us),
         "master_shares": cluster.shares,
         "share_met": top_share <= MAX_SHARE,
         "cpu_met": None if ratio is None else ratio <= MAX_CPU_RATIO,
@@ -171,6 +177,8 @@ def _cells(record: dict[str, Any]) -> tuple[str, ...]:
         number(record["single_cpu_us_per_op"]),
         number(record["cluster_cpu_us_per_op"]),
         times(record["cpu_ratio"]),
+        f"{number(record['single_command_us_per_op'])} / "
+        f"{number(record['cluster_command_us_per_op'])}",
         " / ".join(f"{share:.0%}" for share in record["master_shares"]),
         f"each ≤{MAX_SHARE:.0%}, ≤{MAX_CPU_RATIO:g}x",
         met,
@@ -180,9 +188,12 @@ def _cells(record: dict[str, Any]) -> tuple[str, ...]:
 def run(h: Harness) -> list[Row]:
     """Every operation and the mix, on both setups, at every process count;
     the results go to the harness's tables (this bench has no book rows)."""
-    single = Nodes("1 server", h.server.url, (h.server.admin,), h.server.flush)
     records: list[dict[str, Any]] = []
-    with _cluster_nodes() as cluster, contextlib.ExitStack() as stack:
+    with (
+        single_server(h.server) as single,
+        _cluster_nodes() as cluster,
+        contextlib.ExitStack() as stack,
+    ):
         workers = setup_workers(h.settings.processes)
         if workers is not None:
             stack.enter_context(contextlib.closing(workers))
@@ -206,6 +217,8 @@ def run(h: Harness) -> list[Row]:
             "server CPU: each node's used_cpu_user + used_cpu_sys (INFO cpu) over the run, "
             "network system calls and Cluster housekeeping included, per operation",
             "masters' shares: each master's part of the Cluster's server CPU over all runs",
+            "commandstats µs/op: the commands' own execution time (INFO commandstats), "
+            "without reading, parsing and replying: CPU minus it is the round trips' cost",
             "ops/s are client-bound on a small machine (Python clients and servers share "
             "its cores): compare CPU µs/op and shares, not rates",
         ]
