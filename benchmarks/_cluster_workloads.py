@@ -7,8 +7,8 @@ server's ``redis://`` or a Cluster's ``redis+cluster://``), so that
 opens a client of its own and its own sessions, pages and rows.
 
 Each workload spreads its work over many keys, as a shop does: 200 sessions a
-process, 100 counter names, 100 stats contexts, 100 cached item pages, 100
-cached rows, and views of a 100,000-item catalogue drawn from a Zipf law.
+process, 1,000 counter names, 1,000 stats contexts, 300 cached item pages,
+1,000 cached rows, and views of a 100,000-item catalogue drawn from a Zipf law.
 What a workload cannot spread (the view ranking, until it is sharded) shows
 in the masters' shares.
 """
@@ -35,10 +35,12 @@ from webtier.types import Rendered
 
 PER_STEP = 10
 SESSIONS_PER_PROCESS = 200
-PAGES = 100  # cached item pages, each admitted by a view of its item
-ROWS = 100  # cached inventory rows
-NAMES = tuple(f"page:/item/{i}" for i in range(100))
-CONTEXTS = tuple(f"/shop/page-{i}/{{id}}" for i in range(100))
+# Enough names that their shards fall on the masters as the layout's do (a
+# hundred contexts over 64 shards put 48 % of them on one of 3 masters).
+PAGES = 300  # cached item pages, each admitted by a view of its item
+ROWS = 1_000  # cached inventory rows
+NAMES = tuple(f"page:/item/{i}" for i in range(1_000))
+CONTEXTS = tuple(f"/shop/page-{i}/{{id}}" for i in range(1_000))
 _rng = random.Random(17)
 # Page times in seconds, log-normal around 18 ms (as the stats bench's).
 TIMES = tuple(_rng.lognormvariate(-4.0, 0.6) for _ in range(1000))

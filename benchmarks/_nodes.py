@@ -139,7 +139,7 @@ class SlowStartWorkers(Workers):
     sessions, pages and rows first (hundreds of round trips on a loaded
     machine), and the count of the servers' work starts when the run does."""
 
-    LEAD = 3.0
+    LEAD = 5.0
 
 
 def setup_workers(processes: Sequence[int]) -> Workers | None:

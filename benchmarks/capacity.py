@@ -37,7 +37,6 @@ from benchmarks._nodes import Nodes, RunFigures, measure_run, setup_workers, sin
 from benchmarks._render import number
 from benchmarks._results import Row, Table
 from webtier import capacity
-from webtier.rowsource import Source
 from webtier.sync import WebTier
 
 TITLE = "webtier bench capacity"
@@ -70,10 +69,11 @@ def run(h: Harness, check: bool = False) -> list[Row]:
         workers = setup_workers((processes,))
         if workers is not None:
             stack.enter_context(contextlib.closing(workers))
-        inputs = _operation_costs(h, nodes, processes, workers) | _memory_costs(h)
+        costs, mixed = _operation_costs(h, nodes, processes, workers, with_mix=check)
+        inputs = costs | _memory_costs(h)
         h.tables.append(_inputs_table(inputs, processes))
         if check:
-            h.tables.append(_check(h, nodes, processes, workers, inputs))
+            h.tables.append(_check(h, mixed, inputs))
     h.server.flush()
     return []
 
@@ -81,33 +81,35 @@ def run(h: Harness, check: bool = False) -> list[Row]:
 # -- inputs ------------------------------------------------------------------------------
 
 
-def _runs(
-    h: Harness, name: str, nodes: Nodes, processes: int, workers: Workers | None
-) -> list[RunFigures]:
-    nodes.flush()
-    h.ticker.begin(f"{name}, {processes} process(es)", h.settings.repeat)
-    found = []
-    for number_ in range(h.settings.repeat):
-        h.say(f"{name}, {processes} process(es), run {number_ + 1}/{h.settings.repeat}")
-        found.append(
-            measure_run(workloads.WORKLOADS[name], nodes, processes, h.settings.seconds, workers)
-        )
-        h.ticker.tick()
-    return found
-
-
 def _operation_costs(
-    h: Harness, nodes: Nodes, processes: int, workers: Workers | None
-) -> dict[str, Any]:
-    cpu, bytes_in, bytes_out = {}, {}, {}
+    h: Harness, nodes: Nodes, processes: int, workers: Workers | None, with_mix: bool
+) -> tuple[dict[str, Any], list[RunFigures]]:
+    """Each operation's costs, medians of ``repeat`` runs; with ``with_mix``,
+    the shop's mixed page requests too, as runs. The workloads take turns
+    run by run, so that a noisy neighbour falls on all of them alike, and on
+    the mix as on the operations it is predicted from."""
+    names = [*workloads.OPERATIONS, *([workloads.MIXED] if with_mix else [])]
+    runs: dict[str, list[RunFigures]] = {name: [] for name in names}
+    h.ticker.begin(
+        f"{len(names)} workloads, {processes} process(es)", h.settings.repeat * len(names)
+    )
+    for round_number in range(h.settings.repeat):
+        for name in names:
+            h.say(f"{name}, {processes} process(es), run {round_number + 1}/{h.settings.repeat}")
+            nodes.flush()
+            figures = measure_run(
+                workloads.WORKLOADS[name], nodes, processes, h.settings.seconds, workers
+            )
+            runs[name].append(figures)
+            h.ticker.tick()
+    costs: dict[str, dict[str, float]] = {"cpu_us": {}, "bytes_in": {}, "bytes_out": {}}
     for name in workloads.OPERATIONS:
-        runs = _runs(h, name, nodes, processes, workers)
-        cpu[name] = statistics.median(r.cpu_us_per_op for r in runs)
-        bytes_in[name] = statistics.median(r.bytes_in_per_op for r in runs)
-        bytes_out[name] = statistics.median(r.bytes_out_per_op for r in runs)
+        costs["cpu_us"][name] = statistics.median(r.cpu_us_per_op for r in runs[name])
+        costs["bytes_in"][name] = statistics.median(r.bytes_in_per_op for r in runs[name])
+        costs["bytes_out"][name] = statistics.median(r.bytes_out_per_op for r in runs[name])
     # The model adds the shop's page size to a page hit's reply.
-    bytes_out[capacity.PAGE_HIT] -= workloads.PAGE_BYTES
-    return {"cpu_us": cpu, "bytes_in": bytes_in, "bytes_out": bytes_out}
+    costs["bytes_out"][capacity.PAGE_HIT] -= workloads.PAGE_BYTES
+    return costs, runs.get(workloads.MIXED, [])
 
 
 def _per_item(h: Harness, name: str, load: Callable[[], object], count: Callable[[], int]) -> float:
@@ -233,15 +235,7 @@ def _load_counters(tier: WebTier, counters: int) -> None:
             tier.counters.record(name, 1, now=now - day * capacity.DAY)
 
 
-def _load_rows(tier: WebTier, source: Source, rows: int) -> None:
-    for row_id in range(1, rows + 1):
-        tier.rows.schedule(source, row_id, 60)
-    tier.rows.refresh_due([source])
-
-
-def _check(
-    h: Harness, nodes: Nodes, processes: int, workers: Workers | None, inputs: dict[str, Any]
-) -> Table:
+def _check(h: Harness, runs: list[RunFigures], inputs: dict[str, Any]) -> Table:
     shop = _check_shop(h)
     empty = replace(
         shop, sessions=0, items=0, cached_pages=0, cached_rows=0, counters=0, stats_contexts=0
@@ -274,7 +268,7 @@ def _check(
         (
             "cached rows",
             replace(empty, cached_rows=shop.cached_rows),
-            lambda t: _load_rows(t, workloads.INVENTORY, int(shop.cached_rows)),
+            lambda t: loads.load_rows(url, int(shop.cached_rows)),
         ),
     ]
     rows: list[tuple[str, str, str, str, str]] = []
@@ -313,7 +307,6 @@ def _check(
     compare("memory: the whole shop", total_predicted, total_measured, "bytes")
     h.server.flush()
 
-    runs = _runs(h, workloads.MIXED, nodes, processes, workers)
     per_hit = workloads.MIXED_OPERATIONS_PER_HIT
     measured_cpu = statistics.median(r.cpu_us_per_op for r in runs) * per_hit
     mix_shop = capacity.Shop(page_bytes=workloads.PAGE_BYTES)

@@ -103,34 +103,53 @@ class Costs:
             object.__setattr__(self, name, _frozen(table))
 
 
-# Measured by `webtier bench capacity` on a 2-core AMD EPYC VM, Redis 7.0.15,
-# redis-py 8.1 with hiredis, 4 client processes; the cleanup and refresh
-# rates are `webtier bench sessions`, `counters` and `rowcache`'s figures in
-# docs/benchmarks.md (same machine). docs/capacity.md has the tables.
+# Measured by `webtier bench capacity --check` of 2026-11-25 on a 2-core AMD
+# EPYC VM shared with other work, Redis 7.0.15, redis-py 8.1 with hiredis,
+# 4 client processes (docs/capacity.md has its tables). The cleanup and
+# refresh rates are those of `webtier bench sessions`, `counters` and
+# `rowcache` in docs/benchmarks.md, on the same machine.
 MEASURED = Costs(
     cpu_us={
-        CHECK: 10.0,
-        TOUCH: 24.4,
-        CART_SET: 16.0,
-        COUNTER_RECORD: 21.8,
-        STATS_RECORD: 22.5,
-        PAGE_HIT: 10.9,
-        ROW_READ: 10.3,
-        ITEM_VIEW: 10.9,
+        CHECK: 9.34,
+        TOUCH: 22.7,
+        CART_SET: 13.1,
+        COUNTER_RECORD: 16.6,
+        STATS_RECORD: 19.4,
+        PAGE_HIT: 11.3,
+        ROW_READ: 9.42,
+        ITEM_VIEW: 8.51,
     },
-    bytes_in=dict.fromkeys(OPERATIONS, 100.0),
-    bytes_out=dict.fromkeys(OPERATIONS, 20.0),
-    session_bytes=1_044,
-    counter_sample_bytes=9.96,
-    stats_record_bytes=1_305,
-    page_overhead_bytes=150,
-    page_body_factor=1.02,
-    row_bytes=300,
-    ranked_item_bytes=60,
+    bytes_in={
+        CHECK: 88,
+        TOUCH: 349,
+        CART_SET: 169,
+        COUNTER_RECORD: 655,
+        STATS_RECORD: 306,
+        PAGE_HIT: 73,
+        ROW_READ: 50,
+        ITEM_VIEW: 65,
+    },
+    bytes_out={
+        CHECK: 14,
+        TOUCH: 47,
+        CART_SET: 9,
+        COUNTER_RECORD: 4,
+        STATS_RECORD: 66,
+        PAGE_HIT: 148,
+        ROW_READ: 71,
+        ITEM_VIEW: 5,
+    },
+    session_bytes=1_039,
+    counter_sample_bytes=9.92,
+    stats_record_bytes=1_123,
+    page_overhead_bytes=998,
+    page_body_factor=1.0,
+    row_bytes=230,
+    ranked_item_bytes=121,
     sessions_cleaned_per_s=257_524,
     counters_cleaned_per_s=35_565,
     rows_refreshed_per_s=24_607,
-    source="webtier bench capacity, 2026-11-25, 2-core AMD EPYC, Redis 7.0.15",
+    source="webtier bench capacity, 2026-11-25, 2-core AMD EPYC VM, Redis 7.0.15",
 )
 
 

@@ -14,7 +14,7 @@ from benchmarks.cli import bench
 from webtier import capacity
 from webtier.testing import RedisServer
 
-pytestmark = pytest.mark.needs_redis
+pytestmark = [pytest.mark.needs_redis, pytest.mark.slow]  # ~10 s on an idle 2-core machine
 
 DB = 2  # with 3: used by no other test
 
