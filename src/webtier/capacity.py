@@ -24,7 +24,10 @@ What the model assumes, so that its answers can be judged:
   counter with all its samples, every statistic for all its periods; plan
   ``maxmemory`` with room for fragmentation and for copies made on a fork;
 * a master can use ``headroom`` of one core at peak (Redis runs commands on
-  one thread), and holds at most ``master_memory`` bytes.
+  one thread), and holds at most ``master_memory`` bytes;
+* every view of an item goes to one of ``ranking_shards`` sorted sets, priced
+  as a separate ``item view`` (on a Cluster, the touch sends it apart): the
+  master of a shard must keep up with its part of the views.
 """
 
 from __future__ import annotations
@@ -171,6 +174,9 @@ class Shop:
     peak_factor: float = BOOK_PEAK_FACTOR  # peak rate over the day's average
     headroom: float = 0.75  # share of a master's core to use at peak
     master_memory: float = 25 * GIB  # most used_memory one master may hold
+    # Sorted sets the view ranking is split over (1: the book's single key,
+    # which takes every view on one master whatever the Cluster's size).
+    ranking_shards: int = 1
     mix: Mapping[str, float] = field(default_factory=lambda: SHOP_MIX)
 
     def __post_init__(self) -> None:
@@ -185,6 +191,8 @@ class Shop:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise ConfigError(f"{name} must be a number > 0, not {value!r}")
+        if not isinstance(self.ranking_shards, int) or self.ranking_shards < 1:
+            raise ConfigError(f"ranking_shards must be an int >= 1, not {self.ranking_shards!r}")
         if not 0 < self.headroom <= 1:
             raise ConfigError(f"headroom must be in (0, 1], not {self.headroom!r}")
         if self.peak_factor < 1:
@@ -225,6 +233,9 @@ class Sizing:
     memory_bytes: Mapping[str, float]  # by capability
     cpu_cores_at_peak: float  # server CPU seconds per second, all masters
     cpu_us_per_hit: float
+    # The view ranking's writes on the master of its busiest shard, in cores:
+    # above the headroom, no number of masters is enough without more shards.
+    ranking_cores_per_shard: float
     masters: int  # Cluster masters (1: one server is enough)
     masters_for_cpu: int
     masters_for_memory: int
@@ -310,12 +321,15 @@ def size(shop: Shop | None = None, costs: Costs = MEASURED) -> Sizing:
     bytes_in = sum(count * costs.bytes_in[op] for op, count in shop.mix.items())
     bytes_out = sum(count * costs.bytes_out[op] for op, count in shop.mix.items())
     bytes_out += shop.mix.get(PAGE_HIT, 0) * shop.page_bytes
+    views_per_s = peak * _views_per_hit(shop)
+    ranking_cores = views_per_s * costs.cpu_us[ITEM_VIEW] / 1e6 / shop.ranking_shards
     return Sizing(
         shop=shop,
         peak_hits_per_s=peak,
         memory_bytes=_frozen(used),
         cpu_cores_at_peak=cores,
         cpu_us_per_hit=per_hit,
+        ranking_cores_per_shard=ranking_cores,
         masters=masters,
         masters_for_cpu=for_cpu,
         masters_for_memory=for_memory,

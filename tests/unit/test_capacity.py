@@ -108,6 +108,7 @@ def test_a_cluster_has_three_masters_at_least() -> None:
         ("master_memory", -1),
         ("mix", {"teleport": 1}),
         ("mix", {capacity.CHECK: -1}),
+        ("ranking_shards", 0),
     ],
 )
 def test_a_shop_it_cannot_size_is_refused(field: str, value: object) -> None:
@@ -126,3 +127,13 @@ def test_the_sizing_is_json_ready() -> None:
     document = BOOK.as_dict()
     assert document["memory_total"] == BOOK.memory_total
     assert document["shop"]["mix"] == dict(capacity.SHOP_MIX)
+
+
+def test_the_unsharded_ranking_is_the_limit_of_a_large_shop() -> None:
+    large = Shop(hits_per_day=10e9)
+    alone = size(large)
+    assert alone.ranking_cores_per_shard > large.headroom  # one master cannot keep up
+    spread = size(dataclasses.replace(large, ranking_shards=16))
+    assert spread.ranking_cores_per_shard == pytest.approx(alone.ranking_cores_per_shard / 16)
+    assert spread.ranking_cores_per_shard < large.headroom
+    assert BOOK.ranking_cores_per_shard < Shop().headroom

@@ -48,6 +48,7 @@ def _document(sizing: capacity.Sizing) -> dict[str, Any]:
             "peak_factor": shop.peak_factor,
             "headroom": shop.headroom,
             "master_memory_bytes": shop.master_memory,
+            "ranking_shards": shop.ranking_shards,
             "operations_per_hit": dict(shop.mix),
         },
         "peak_hits_per_second": sizing.peak_hits_per_s,
@@ -55,6 +56,7 @@ def _document(sizing: capacity.Sizing) -> dict[str, Any]:
         "memory_total_bytes": sizing.memory_total,
         "cpu_us_per_hit": sizing.cpu_us_per_hit,
         "cpu_cores_at_peak": sizing.cpu_cores_at_peak,
+        "ranking_cores_per_shard": sizing.ranking_cores_per_shard,
         "masters": sizing.masters,
         "masters_for_cpu": sizing.masters_for_cpu,
         "masters_for_memory": sizing.masters_for_memory,
@@ -93,6 +95,16 @@ def _print(sizing: capacity.Sizing) -> None:
     click.echo(
         f"server CPU at peak: {sizing.cpu_us_per_hit:.0f} µs a hit, "
         f"{sizing.cpu_cores_at_peak:.2f} cores"
+    )
+    hot = sizing.ranking_cores_per_shard
+    click.echo(
+        f"view ranking: {hot:.2f} cores on the master of each of its {shop.ranking_shards} "
+        "shard(s)"
+        + (
+            f"; above {shop.headroom:.0%} of a core: more shards (--ranking-shards) are needed"
+            if hot > shop.headroom
+            else ""
+        )
     )
     click.echo(
         f"masters: {sizing.masters} ({sizing.masters_for_cpu} for CPU at {shop.headroom:.0%} "
@@ -139,6 +151,10 @@ def _option(name: str, kind: click.ParamType[Any], default: float, help: str) ->
     "--master-memory", _POSITIVE, _DEFAULTS.master_memory / capacity.GIB,
     "GiB of used_memory one master may hold.",
 )  # fmt: skip
+@click.option(
+    "--ranking-shards", type=click.IntRange(min=1, max=16384), default=_DEFAULTS.ranking_shards,
+    show_default=True, help="Sorted sets the view ranking is split over.",
+)  # fmt: skip
 @json_option
 def size(
     hits_per_day: float,
@@ -154,6 +170,7 @@ def size(
     peak_factor: float,
     headroom: float,
     master_memory: float,
+    ranking_shards: int,
     as_json: bool,
 ) -> None:
     """What Redis a shop needs: memory, server CPU, masters, workers, network.
@@ -174,6 +191,7 @@ def size(
         peak_factor=peak_factor,
         headroom=headroom,
         master_memory=master_memory * capacity.GIB,
+        ranking_shards=ranking_shards,
     )
     sizing = capacity.size(shop)
     if as_json:
