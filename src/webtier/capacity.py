@@ -282,9 +282,14 @@ def _views_per_hit(shop: Shop) -> float:
     return shop.mix.get(TOUCH, 0) + shop.mix.get(ITEM_VIEW, 0)
 
 
-def cpu_us_per_hit(shop: Shop, costs: Costs = MEASURED) -> float:
-    """Server CPU µs one hit costs, all its operations together."""
-    return sum(count * costs.cpu_us[op] for op, count in shop.mix.items())
+def cpu_us_per_hit(shop: Shop, costs: Costs = MEASURED, *, cluster: bool = False) -> float:
+    """Server CPU µs one hit costs, all its operations together. On a
+    Cluster the touch's view goes to the ranking's master in a request of
+    its own (on one server the session script counts it): one item view more."""
+    operations = sum(count * costs.cpu_us[op] for op, count in shop.mix.items())
+    if cluster:
+        operations += shop.mix.get(TOUCH, 0) * costs.cpu_us[ITEM_VIEW]
+    return operations
 
 
 def workers(shop: Shop, costs: Costs = MEASURED) -> tuple[Worker, ...]:
@@ -310,11 +315,14 @@ def size(shop: Shop | None = None, costs: Costs = MEASURED) -> Sizing:
     """Memory, server CPU, masters, workers and network for ``shop``."""
     shop = shop or Shop()
     peak = shop.peak_hits_per_s
-    per_hit = cpu_us_per_hit(shop, costs)
-    cores = peak * per_hit / 1e6
     used = memory(shop, costs)
-    for_cpu = max(1, math.ceil(cores / shop.headroom))
     for_memory = max(1, math.ceil(sum(used.values()) / shop.master_memory))
+    per_hit = cpu_us_per_hit(shop, costs)
+    for_cpu = max(1, math.ceil(peak * per_hit / 1e6 / shop.headroom))
+    if max(for_cpu, for_memory) > 1:  # a Cluster: priced as one
+        per_hit = cpu_us_per_hit(shop, costs, cluster=True)
+        for_cpu = max(1, math.ceil(peak * per_hit / 1e6 / shop.headroom))
+    cores = peak * per_hit / 1e6
     masters = max(for_cpu, for_memory)
     if masters > 1:
         masters = max(masters, 3)  # Redis Cluster's least
