@@ -120,14 +120,14 @@ def cart_set(url: str) -> Iterator[Loop]:
 
 @contextlib.contextmanager
 def counter_record(url: str) -> Iterator[Loop]:
-    """``tier.counters.record(name, 1)`` over 100 names, 7 precisions each."""
+    """``tier.counters.record(name, 1)`` over 1,000 names, 7 precisions each."""
     with tier_on(url) as tier:
         yield _each(tier.counters.record, _one_each(itertools.cycle(NAMES)))
 
 
 @contextlib.contextmanager
 def stats_record(url: str) -> Iterator[Loop]:
-    """``tier.stats.record(context, "AccessTime", seconds)`` over 100 contexts."""
+    """``tier.stats.record(context, "AccessTime", seconds)`` over 1,000 contexts."""
     with tier_on(url) as tier:
         pairs = zip(itertools.cycle(CONTEXTS), itertools.cycle(TIMES))
         yield _each(lambda c, v: tier.stats.record(c, ACCESS_TIME, v), pairs)
@@ -135,7 +135,7 @@ def stats_record(url: str) -> Iterator[Loop]:
 
 @contextlib.contextmanager
 def page_hit(url: str) -> Iterator[Loop]:
-    """``tier.pagecache.serve(plan, render)`` of 100 cached item pages: one GET each."""
+    """``tier.pagecache.serve(plan, render)`` of 300 cached item pages: one GET each."""
     with tier_on(url) as tier:
         plans = []
         for item in range(PAGES):
@@ -160,7 +160,7 @@ def _refuse() -> Rendered:
 
 @contextlib.contextmanager
 def row_read(url: str) -> Iterator[Loop]:
-    """``tier.rows.get(source, id)`` of 100 cached rows."""
+    """``tier.rows.get(source, id)`` of 1,000 cached rows."""
     with tier_on(url) as tier:
         for row_id in range(1, ROWS + 1):
             tier.rows.get(INVENTORY, row_id, load=True)

@@ -139,7 +139,10 @@ def _option(name: str, kind: click.ParamType[Any], default: float, help: str) ->
 @_option("--cached-pages", _COUNT, _DEFAULTS.cached_pages, "Pages in the page cache.")
 @_option("--page-bytes", _COUNT, _DEFAULTS.page_bytes, "A cached page as stored (gzipped).")
 @_option("--cached-rows", _COUNT, _DEFAULTS.cached_rows, "Rows in the row cache.")
-@_option("--row-refresh", _POSITIVE, _DEFAULTS.row_refresh_s, "Seconds between refreshes of a row.")
+@click.option(
+    "--row-refresh", "row_refresh_s", type=_POSITIVE, default=_DEFAULTS.row_refresh_s,
+    show_default=True, help="Seconds between refreshes of a row.",
+)  # fmt: skip
 @_option("--counters", _COUNT, _DEFAULTS.counters, "Counter names.")
 @_option("--stats-contexts", _COUNT, _DEFAULTS.stats_contexts, "Timed contexts (pages).")
 @_option("--peak-factor", FiniteFloat(min=1), _DEFAULTS.peak_factor, "Peak rate / average rate.")
@@ -156,44 +159,13 @@ def _option(name: str, kind: click.ParamType[Any], default: float, help: str) ->
     show_default=True, help="Sorted sets the view ranking is split over.",
 )  # fmt: skip
 @json_option
-def size(
-    hits_per_day: float,
-    users: float,
-    sessions: float,
-    items: float,
-    cached_pages: float,
-    page_bytes: float,
-    cached_rows: float,
-    row_refresh: float,
-    counters: float,
-    stats_contexts: float,
-    peak_factor: float,
-    headroom: float,
-    master_memory: float,
-    ranking_shards: int,
-    as_json: bool,
-) -> None:
+def size(as_json: bool, master_memory: float, **shop: Any) -> None:
     """What Redis a shop needs: memory, server CPU, masters, workers, network.
 
     From webtier's capacity model and the costs measured by webtier bench
     capacity; the defaults are the book's shop (docs/capacity.md)."""
-    shop = capacity.Shop(
-        hits_per_day=hits_per_day,
-        users=users,
-        sessions=sessions,
-        items=items,
-        cached_pages=cached_pages,
-        page_bytes=page_bytes,
-        cached_rows=cached_rows,
-        row_refresh_s=row_refresh,
-        counters=counters,
-        stats_contexts=stats_contexts,
-        peak_factor=peak_factor,
-        headroom=headroom,
-        master_memory=master_memory * capacity.GIB,
-        ranking_shards=ranking_shards,
-    )
-    sizing = capacity.size(shop)
+    # Every other option is named as the Shop field it sets.
+    sizing = capacity.size(capacity.Shop(**shop, master_memory=master_memory * capacity.GIB))
     if as_json:
         print_json(_document(sizing))
     else:
