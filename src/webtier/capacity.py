@@ -95,6 +95,9 @@ class Costs:
     sessions_cleaned_per_s: float  # by one cleaner process
     counters_cleaned_per_s: float  # visited by one counter cleaner's pass
     rows_refreshed_per_s: float  # reloaded by one row refresher (from PostgreSQL)
+    # Server CPU of a shop's mixed page requests over the sum of their
+    # operations measured alone: the mix costs more (see docs/capacity.md).
+    mix_cpu_factor: float = 1.0
     source: str = ""  # where and how these were measured
 
     def __post_init__(self) -> None:
@@ -108,8 +111,10 @@ class Costs:
 
 # Measured by `webtier bench capacity --check` of 2026-11-25 on a 2-core AMD
 # EPYC VM shared with other work, Redis 7.0.15, redis-py 8.1 with hiredis,
-# 4 client processes (docs/capacity.md has its tables). The cleanup and
-# refresh rates are those of `webtier bench sessions`, `counters` and
+# 4 client processes (docs/capacity.md has its tables); row_bytes by the
+# run after it, which measured rows in their steady state (scheduled and
+# refreshed, 5,000 of them: past the schedule's listpack size). The cleanup
+# and refresh rates are those of `webtier bench sessions`, `counters` and
 # `rowcache` in docs/benchmarks.md, on the same machine.
 MEASURED = Costs(
     cpu_us={
@@ -147,11 +152,12 @@ MEASURED = Costs(
     stats_record_bytes=1_123,
     page_overhead_bytes=998,
     page_body_factor=1.0,
-    row_bytes=230,
+    row_bytes=325,
     ranked_item_bytes=121,
     sessions_cleaned_per_s=257_524,
     counters_cleaned_per_s=35_565,
     rows_refreshed_per_s=24_607,
+    mix_cpu_factor=1.22,
     source="webtier bench capacity, 2026-11-25, 2-core AMD EPYC VM, Redis 7.0.15",
 )
 
@@ -289,7 +295,7 @@ def cpu_us_per_hit(shop: Shop, costs: Costs = MEASURED, *, cluster: bool = False
     operations = sum(count * costs.cpu_us[op] for op, count in shop.mix.items())
     if cluster:
         operations += shop.mix.get(TOUCH, 0) * costs.cpu_us[ITEM_VIEW]
-    return operations
+    return operations * costs.mix_cpu_factor
 
 
 def workers(shop: Shop, costs: Costs = MEASURED) -> tuple[Worker, ...]:
