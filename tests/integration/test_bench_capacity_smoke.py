@@ -12,7 +12,7 @@ from tests.helpers import run_bench_cli
 from webtier import capacity
 from webtier.testing import RedisServer
 
-pytestmark = [pytest.mark.needs_redis, pytest.mark.slow]  # ~10 s on an idle 2-core machine
+pytestmark = pytest.mark.needs_redis
 
 DB = 2  # with 3: used by no other test
 NOT_MEASURED = {
