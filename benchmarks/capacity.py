@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -216,12 +216,6 @@ def _check_shop(h: Harness) -> capacity.Shop:
     )
 
 
-@contextlib.contextmanager
-def _tier(url: str) -> Iterator[WebTier]:
-    with workloads.tier_on(url) as tier:
-        yield tier
-
-
 def _load_sessions(tier: WebTier, sessions: int, items: int) -> None:
     """Full sessions as a shop makes them: 28 item pages viewed, 3 cart lines."""
     for n in range(sessions):
@@ -298,7 +292,7 @@ def _check(h: Harness, runs: list[RunFigures], inputs: dict[str, Any]) -> Table:
         )
 
     total_predicted = total_measured = 0.0
-    with _tier(url) as tier:
+    with workloads.tier_on(url) as tier:
         for what, stage_shop, load in stages:
             h.say(f"check: loading {what}")
             before = h.settled_memory()
