@@ -31,7 +31,7 @@ from benchmarks._redis_benchmark import (
     connection_args,
     find_redis_benchmark,
 )
-from benchmarks._results import Measurement, Report
+from benchmarks._results import Measurement, Report, Table
 from benchmarks._server import BenchServer, open_server
 from webtier._core.protocol import Arg
 from webtier.errors import ConfigError
@@ -112,6 +112,7 @@ class Harness:
         self.server_version = server.version
         self.measurements: list[Measurement] = []
         self.notes: list[str] = []
+        self.tables: list[Table] = []  # a benchmark's own tables, beside its rows
         self._workers: Workers | None = None
         self.redis_benchmark = find_redis_benchmark(server.server_binary)
 
@@ -156,7 +157,12 @@ class Harness:
             settings,
             measurements=list(self.measurements),
             notes=list(self.notes),
+            tables=list(self.tables),
         )
+
+    def record(self, measurement: Measurement) -> Measurement:
+        """Keep a measurement made outside the harness's own loops."""
+        return self._record(measurement)
 
     def _record(self, measurement: Measurement) -> Measurement:
         self.measurements.append(measurement)
@@ -286,14 +292,15 @@ class Harness:
         items the server holds (so the reading excludes the counting's buffers)."""
         self.say(f"{name}: loading")
         self.server.flush()
-        before = self._settled_memory()
+        before = self.settled_memory()
         load()
-        grown = self._settled_memory() - before
+        grown = self.settled_memory() - before
         items = count()
         note = f"{grown:,} bytes for {items:,}"
         return self._record(Measurement(name, 1, unit, (grown / items,), note=note))
 
-    def _settled_memory(self) -> int:
+    def settled_memory(self) -> int:
+        """``used_memory`` once the server has freed what closed clients held."""
         # A moment for the server to free what a client that just closed held
         # (its buffers): it notices the close on a later turn of its loop.
         time.sleep(0.2)

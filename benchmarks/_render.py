@@ -91,10 +91,15 @@ def detail_cells(m: Measurement) -> list[str]:
     ]
 
 
-def _table(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> Table:
+def _table(
+    title: str,
+    columns: tuple[str, ...],
+    rows: list[list[str]] | tuple[tuple[str, ...], ...],
+    right: frozenset[str] | set[str] = _RIGHT,
+) -> Table:
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column, justify="right" if column in _RIGHT else "left")
+        table.add_column(column, justify="right" if column in right else "left")
     for cells in rows:
         table.add_row(*cells)
     return table
@@ -116,18 +121,25 @@ def notes(report: Report) -> list[str]:
 def print_rich(report: Report, console: Console) -> None:
     console.print(f"[bold]{report.title}[/]")
     console.print(machine_line(report), style="dim")
-    console.print(_table("summary", SUMMARY_COLUMNS, [summary_cells(r) for r in report.rows]))
+    if report.rows:
+        console.print(_table("summary", SUMMARY_COLUMNS, [summary_cells(r) for r in report.rows]))
+    for own in report.tables:
+        console.print(_table(own.title, own.columns, own.cells, own.right))
     for note in notes(report):
         console.print(f"- {note}", style="dim")
     details = [detail_cells(m) for m in report.measurements]
     console.print(_table("measurements", DETAIL_COLUMNS, details))
 
 
-def _markdown_table(columns: tuple[str, ...], rows: list[list[str]]) -> str:
+def _markdown_table(
+    columns: tuple[str, ...],
+    rows: list[list[str]] | tuple[tuple[str, ...], ...],
+    right: frozenset[str] | set[str] = _RIGHT,
+) -> str:
     def line(cells: list[str] | tuple[str, ...]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    rule = ["---:" if c in _RIGHT else "---" for c in columns]
+    rule = ["---:" if c in right else "---" for c in columns]
     return "\n".join([line(columns), line(rule), *(line(cells) for cells in rows)])
 
 
@@ -136,8 +148,13 @@ def markdown(report: Report) -> str:
     parts = [
         f"### {report.title}",
         f"Machine: {machine_line(report)}.  \nSettings: {settings}.",
-        _markdown_table(SUMMARY_COLUMNS, [summary_cells(r) for r in report.rows]),
     ]
+    if report.rows:
+        parts.append(_markdown_table(SUMMARY_COLUMNS, [summary_cells(r) for r in report.rows]))
+    parts.extend(
+        f"**{own.title}**\n\n" + _markdown_table(own.columns, own.cells, own.right)
+        for own in report.tables
+    )
     if notes(report):
         parts.append("\n".join(f"- {note}" for note in notes(report)))
     parts.append(_markdown_table(DETAIL_COLUMNS, [detail_cells(m) for m in report.measurements]))

@@ -129,6 +129,22 @@ class Row:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A table of a benchmark's own shape, for figures that are not a
+    webtier-vs-book comparison (the Cluster bench's one server vs Cluster).
+    ``records`` keep the figures as numbers, for the JSON report."""
+
+    title: str
+    columns: tuple[str, ...]
+    cells: tuple[tuple[str, ...], ...]
+    records: tuple[dict[str, Any], ...] = ()
+    right: frozenset[str] = frozenset()  # columns aligned right
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "columns": list(self.columns), "records": list(self.records)}
+
+
 @dataclass
 class Report:
     """A benchmark's results, with what is needed to read them."""
@@ -139,6 +155,7 @@ class Report:
     rows: list[Row] = field(default_factory=list)
     measurements: list[Measurement] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -146,6 +163,7 @@ class Report:
             "machine": self.machine,
             "settings": self.settings,
             "rows": [row.as_dict() for row in self.rows],
+            "tables": [table.as_dict() for table in self.tables],
             "measurements": [m.as_dict() for m in self.measurements],
             "notes": self.notes,
         }

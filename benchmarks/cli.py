@@ -235,3 +235,36 @@ def sessions_command(**options: Any) -> None:
     """Sessions and carts vs the book's listings 2.1-2.5 and 2.9: touch,
     check, cleanup, memory per session."""
     run_bench(sessions.TITLE, sessions.run, **options)
+
+
+# -- Redis Cluster ---
+
+
+@bench.command("cluster")
+@bench_options
+def cluster_command(**options: Any) -> None:
+    """Every capability's hot operation and a shop's mix on a 3-master Cluster
+    vs one server: ops/s, server CPU per operation, each master's share.
+    (--url names the single server; the Cluster is the bench's own.)"""
+    from benchmarks import cluster
+
+    run_bench(cluster.TITLE, cluster.run, **options)
+
+
+# -- capacity ---
+
+
+@bench.command("capacity")
+@bench_options
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Also run a small shop and compare its memory, CPU and network with the "
+    "model's prediction.",
+)
+def capacity_command(check: bool, **options: Any) -> None:
+    """The measured inputs of webtier size (server CPU and network per operation,
+    memory per stored thing), and with --check the model against a run."""
+    from benchmarks import capacity
+
+    run_bench(capacity.TITLE, functools.partial(capacity.run, check=check), **options)

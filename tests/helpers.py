@@ -41,7 +41,7 @@ import pytest
 import redis.cluster
 import sqlalchemy as sa
 import uvicorn
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from fastapi import Depends, FastAPI
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -721,25 +721,36 @@ def run_smoke(
     """Run bench ``name`` on databases ``db`` and ``db + 1`` of ``server`` (no
     other test may use them), check that it reports exactly ``rows`` and
     flushed both databases on the way out; return its JSON report."""
-    url = f"redis://127.0.0.1:{server.port}/{db}"
-    out = tmp_path / f"{name}.json"
-    args = [name, "--url", url, "--seconds", "0.2", "--repeat", "1", "--processes", "1,2"]
-    args += ["--scale", str(scale), "--json", str(out), "--markdown"]
-
-    result = CliRunner().invoke(bench, args)
-
-    assert result.exit_code == 0, result.output
+    args = ["--seconds", "0.2", "--processes", "1,2", "--scale", str(scale)]
+    result, saved = run_bench_cli(server, db, tmp_path, name, *args)
     for row in rows:
         assert f"| {row} |" in result.stdout
-    saved: dict[str, Any] = json.loads(out.read_text())
     assert {row["what"] for row in saved["rows"]} == set(rows)
+    return saved
+
+
+def run_bench_cli(
+    server: RedisServer, db: int, tmp_path: Path, name: str, *args: str
+) -> tuple[Result, dict[str, Any]]:
+    """Run ``webtier bench name`` once (``--repeat 1``, Markdown) with ``args``
+    on databases ``db`` and ``db + 1`` of ``server`` (no other test may use
+    them); check it succeeded and flushed both on the way out; return its
+    output and its JSON report."""
+    url = f"redis://127.0.0.1:{server.port}/{db}"
+    out = tmp_path / f"{name}.json"
+    line = [name, "--url", url, "--repeat", "1", *args, "--json", str(out), "--markdown"]
+
+    result = CliRunner().invoke(bench, line)
+
+    assert result.exit_code == 0, result.output
     for number in (db, db + 1):
         client = server.client(db=number)
         try:
             assert client.dbsize() == 0
         finally:
             client.close()
-    return saved
+    saved: dict[str, Any] = json.loads(out.read_text())
+    return result, saved
 
 
 # -- the command line and the embedded server ---------------------------------------------

@@ -109,6 +109,11 @@ def test_a_bad_prefix_is_a_usage_error(url: str, prefix: str) -> None:
         (["demo"], "--rate", "0"),
         (["demo", "--rate", "1"], "--duration", "-1"),
         (["rows", "init"], "--items", "-1"),
+        (["size"], "--headroom", "0"),
+        (["size"], "--headroom", "1.5"),
+        (["size"], "--peak-factor", "0.5"),
+        (["size"], "--sessions", "-1"),
+        (["size"], "--hits-per-day", "nan"),
     ],
 )
 def test_numbers_out_of_range_are_usage_errors(

@@ -41,6 +41,7 @@ def test_every_read_command_has_json_and_a_schema() -> None:
     assert shipped_schemas() >= {
         "counters-list", "counters-show", "stats-show", "stats-slowest", "ranking-top",
         "ranking-rank", "sessions-stats", "sessions-user", "rows-show", "rows-status", "workers",
+        "size",
     }  # fmt: skip
     for name in shipped_schemas():
         jsonschema.Draft202012Validator.check_schema(schema(name))
@@ -86,6 +87,7 @@ READS = {
     "rows-status": ("rows", "status"),
     "workers": ("workers",),
     "settings-show": ("settings", "show"),
+    "size": ("size", "--sessions", "1e9", "--hits-per-day", "10e9"),
 }
 
 

@@ -28,6 +28,7 @@ from webtier.cli import (
     rows,
     server,
     sessions,
+    size,
     stats,
     workers,
 )
@@ -62,6 +63,7 @@ for command in (
     sessions.sessions,
     dashboard.dashboard,
     dashboard.metrics,
+    size.size,
 ):
     main.add_command(offer_global_options(command, main))
 main.add_command(LazyCommand("bench", bench.bench, bench.SHORT_HELP))
