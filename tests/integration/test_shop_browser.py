@@ -104,7 +104,9 @@ def test_a_visitor_buys_in_a_real_browser(shop: str) -> None:
         assert page.locator("#stock").inner_text() == str(STOCK - 2)
         with httpx.Client(base_url=shop) as anonymous_visitor:  # the page cache agrees
             wait_for(
-                lambda: f'<dd id="stock">{STOCK - 2}</dd>' in anonymous_visitor.get("/item/17").text,
+                lambda: (
+                    f'<dd id="stock">{STOCK - 2}</dd>' in anonymous_visitor.get("/item/17").text
+                ),
                 "the new stock for anonymous visitors",
             )
 

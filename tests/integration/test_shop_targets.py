@@ -29,7 +29,8 @@ def journey(url: str, engine: sa.Engine) -> None:
         order_id = int(placed.headers["location"].rsplit("/", 1)[1])
         assert client.get(f"/orders/{order_id}").status_code == 200
         stock = re.search(r'<dd id="stock">(\d+)</dd>', client.get("/item/2").text)
-        assert stock and int(stock.group(1)) == STOCK - 3
+        assert stock
+        assert int(stock.group(1)) == STOCK - 3
         with httpx.Client(base_url=url, timeout=10) as other:
             assert f'<dd id="stock">{STOCK - 3}</dd>' in other.get("/item/2").text
         # The worker refreshes the flash-sale rows from SQL every second.
@@ -43,7 +44,9 @@ def journey(url: str, engine: sa.Engine) -> None:
         assert post(client, "/", "/logout").status_code == 303
         assert "Log in" in client.get("/").text
     found = catalog.order(engine, order_id)
-    assert found is not None and found.username == "grace" and found.items == 3
+    assert found is not None
+    assert found.username == "grace"
+    assert found.items == 3
 
 
 @pytest.mark.onlycluster

@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import random
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from webtier._core.extras import extra_needed

@@ -138,6 +138,7 @@ def create_app(
                 if not isinstance(database, sa.Engine):
                     engine.dispose()
 
+    session_options = sessions.SessionOptions(signing_keys=[secret], cookie_name=SESSION_COOKIE)
     middleware = [
         Middleware(SecurityHeaders),
         Middleware(timing.ASGIMiddleware, tier=tier, route=route_of(table)),
@@ -145,12 +146,8 @@ def create_app(
         Middleware(HardenedCsrfCookie),
         Middleware(csrf_protected, secret=secret, posts=POSTS),
         Middleware(TokenFill),
-        Middleware(
-            sessions.ASGIMiddleware,
-            tier=tier,
-            signing_keys=[secret],
-            cookie_name=SESSION_COOKIE,
-        ),
+        # (mypy cannot match Starlette's middleware factory to this generic class)
+        Middleware(sessions.ASGIMiddleware, tier=tier, options=session_options),  # type: ignore[arg-type]
         Middleware(kept(pagecache.ASGIMiddleware), tier=tier, rules=PAGE_RULES),
     ]
     app = Starlette(

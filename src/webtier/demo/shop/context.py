@@ -136,7 +136,9 @@ class Shop:
         }
         return self.templates.TemplateResponse(request, template, context, status_code=status)
 
-    async def problem(self, request: Request, status: int, title: str, message: str) -> HTMLResponse:
+    async def problem(
+        self, request: Request, status: int, title: str, message: str
+    ) -> HTMLResponse:
         """An error page (4xx) that says what went wrong in one sentence."""
         visitor = await self.visitor(request, notices=False)
         return self.page(

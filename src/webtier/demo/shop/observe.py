@@ -88,6 +88,4 @@ class Observer:
 
 def _has_session(scope: Scope) -> bool:
     cookies = header_values(scope.get("headers", []), b"cookie") or ""
-    return any(
-        crumb.strip().startswith(SESSION_COOKIE + "=") for crumb in cookies.split(";")
-    )
+    return any(crumb.strip().startswith(SESSION_COOKIE + "=") for crumb in cookies.split(";"))

@@ -129,7 +129,9 @@ class TokenFill:
                 if CSRF_PLACEHOLDER.encode() in body:
                     body = body.replace(CSRF_PLACEHOLDER.encode(), token().encode())
                 kept = [
-                    (k, v) for k, v in start.get("headers", []) if k not in (b"content-length", b"etag")
+                    (k, v)
+                    for k, v in start.get("headers", [])
+                    if k not in (b"content-length", b"etag")
                 ]
                 headers = [*kept, (b"content-length", str(len(body)).encode())]
                 await send({**start, "headers": headers})
