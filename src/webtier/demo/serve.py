@@ -100,10 +100,19 @@ def prepare_database(database: str, items: int, console: Console) -> sa.Engine:
 
 async def serve(options: DemoOptions, console: Console) -> None:
     """Serve the shop until Ctrl-C or ``options.duration``."""
+    with contextlib.closing(bind(options.host, options.port)) as sock:
+        engine = prepare_database(options.database, options.items, console)
+        try:
+            await _serve(options, console, sock, engine)
+        finally:
+            engine.dispose()
+
+
+async def _serve(
+    options: DemoOptions, console: Console, sock: socket.socket, engine: sa.Engine
+) -> None:
     from webtier.demo.shop import create_app  # Starlette, Jinja2: only once the demo runs
 
-    sock = bind(options.host, options.port)
-    engine = prepare_database(options.database, options.items, console)
     async with open_async(options.url, config=options.config, data_dir=options.data_dir) as tier:
         app = create_app(tier, engine, settings=ShopSettings(items=options.items, run_jobs=True))
         server = uvicorn.Server(
@@ -128,8 +137,6 @@ async def serve(options: DemoOptions, console: Console) -> None:
             stop.set()
             if traffic is not None:
                 await report(traffic, console)
-            engine.dispose()
-            sock.close()
 
 
 def _stop(server: uvicorn.Server) -> None:
