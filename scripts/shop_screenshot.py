@@ -37,7 +37,9 @@ def main() -> None:
         )
         try:
             assert demo.stdout is not None
-            url = next(m.group(1) for line in demo.stdout if (m := re.search(r"at (http\S+)", line)))
+            url = next(
+                m.group(1) for line in demo.stdout if (m := re.search(r"at (http\S+)", line))
+            )
             time.sleep(10)  # the traffic ranks some items
             photograph(url)
         finally:

@@ -56,7 +56,7 @@ def test_pages_answer_with_security_headers(shop: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/item/0", f"/item/{ITEMS + 1}", "/item/abc", "/item/-1", "/item/1e3",
+    "path", ["/item/0", "/item/007", f"/item/{ITEMS + 1}", "/item/abc", "/item/-1", "/item/1e3",
              "/item/99999999999999999999999", "/item/%F0%9F%99%82", "/nowhere", "/orders/abc"]
 )  # fmt: skip
 def test_unknown_pages_are_404_not_500(shop: str, path: str) -> None:

@@ -80,7 +80,9 @@ class Shop:
     # -- items, from the row cache ----------------------------------------------------
     def item_id(self, text: str) -> int | None:
         """The item id a path names, or None (not a decimal id of the shop)."""
-        if not text.isascii() or not text.isdigit() or len(text) > 9:
+        # One spelling per item ("7", never "07"): one page to cache, one
+        # member of the ranking.
+        if not text.isascii() or not text.isdigit() or len(text) > 9 or text.startswith("0"):
             return None
         number = int(text)
         return number if 1 <= number <= self.settings.items else None
