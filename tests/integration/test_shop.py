@@ -15,6 +15,7 @@ from tests.helpers import set_stock, wait_for
 from tests.shop_helpers import ITEMS, post, serving, stocked, token
 from webtier.config import SessionSettings
 from webtier.demo.shop import catalog
+from webtier.demo.shop.orders import STATS_CONTEXT
 
 pytestmark = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 
@@ -144,7 +145,7 @@ def test_login_merges_the_cart_and_kills_the_old_cookie(shop: str) -> None:
 
 
 def test_checkout_writes_the_order_and_the_item_page_shows_the_new_stock(
-    shop: str, database: sa.Engine
+    shop: str, database: sa.Engine, redis_url: str, prefix: str
 ) -> None:
     with browser(shop) as anonymous, browser(shop) as client:
         before = stock_shown(anonymous, 9)
@@ -161,6 +162,12 @@ def test_checkout_writes_the_order_and_the_item_page_shows_the_new_stock(
         # The cached page did not outlive the change.
         assert stock_shown(anonymous, 9) == before - 2
     assert catalog.count_orders(database) == 1
+    with webtier.open(redis_url, config=webtier.Config(prefix=prefix)) as tier:
+        size = tier.stats.get(STATS_CONTEXT, "BasketSize")
+        value = tier.stats.get(STATS_CONTEXT, "BasketValue")
+    assert (size.count, size.sum) == (1, 2)
+    assert value.count == 1
+    assert value.sum > 0
 
 
 def test_checkout_refuses_an_empty_cart_and_missing_stock(shop: str, database: sa.Engine) -> None:

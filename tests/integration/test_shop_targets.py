@@ -57,6 +57,7 @@ def test_the_shop_on_redis_cluster(redis_url: str, prefix: str, database: sa.Eng
         journey(url, database)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("database", ["postgresql"], indirect=True)
 def test_the_shop_on_postgresql(redis_url: str, prefix: str, database: sa.Engine) -> None:
     with serving(redis_url, prefix, stocked(database)) as url:
