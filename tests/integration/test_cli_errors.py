@@ -224,7 +224,8 @@ def leaves(command: click.Command, path: tuple[click.Command, ...] = ()) -> Iter
 WHERE_REDIS_IS = ("url", "data_dir")
 # Commands that run until stopped, or for minutes, get bad values only where
 # click refuses them before the command starts (text where a number goes).
-PARSE_ONLY = {"server", "bench"}
+# (The demo serves a shop whose lifespan schedules rows and runs a worker.)
+PARSE_ONLY = {"server", "bench", "demo"}
 # Known failures, not yet fixed: ``worker --once`` waits until every job has
 # succeeded once, so with rows scheduled and a --database that cannot be read
 # it backs off forever instead of failing (webtier/workers.py, _program).
