@@ -32,6 +32,7 @@ from webtier.errors import (
     LateCookie,
     MissingExtra,
     OutcomeUnknown,
+    OutOfStock,
     PartiallyApplied,
     RedisUnavailable,
     ServerError,
@@ -108,6 +109,7 @@ __all__ = [
     "UserMismatch",
     "LateCookie",
     "MissingExtra",
+    "OutOfStock",
     # -- returned values (webtier.types)
     "CacheStatus",
     "CartChange",

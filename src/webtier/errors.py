@@ -192,3 +192,12 @@ class CartLimit(InvalidInput):
 class LateCookie(WebtierError, RuntimeError):
     """A login or logout after the response's headers went out: the cookie
     could not follow, so nothing was changed."""
+
+
+class OutOfStock(WebtierError):
+    """The demo shop could not place an order: an item has fewer units in
+    stock than the order asks for; nothing was written."""
+
+    def __init__(self, item_id: int, wanted: int) -> None:
+        self.item_id, self.wanted = item_id, wanted
+        super().__init__(f"item {item_id}: fewer than {wanted} in stock; no order was placed")

@@ -1,5 +1,6 @@
-"""The demo shop's database: Fake Web Retailer's inventory, in SQLite by
-default (``webtier rows init`` makes it) or any database SQLAlchemy speaks.
+"""The demo shop's database: Fake Web Retailer's inventory and its orders,
+in SQLite by default (``webtier rows init`` or ``webtier demo`` makes it) or
+any database SQLAlchemy speaks.
 
 Its rows hold the types a real shop's do (decimal prices, dates, times,
 UUIDs, NULLs), so the row cache is shown, tested and benchmarked on them.
@@ -12,6 +13,7 @@ import random
 import uuid
 from decimal import Decimal
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from webtier._core.extras import extra_needed
@@ -33,6 +35,25 @@ inventory = sa.Table(
     sa.Column("sale_ends", sa.Date, nullable=True),  # NULL: not on sale
     sa.Column("restocked_at", sa.DateTime, nullable=True),
     sa.Column("updated_at", sa.DateTime, nullable=False),
+)
+
+orders = sa.Table(
+    "orders",
+    metadata,
+    sa.Column("order_id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("username", sa.String(100), nullable=True),  # NULL: placed anonymously
+    sa.Column("placed_at", sa.DateTime, nullable=False),
+    sa.Column("items", sa.Integer, nullable=False),  # units over all lines
+    sa.Column("total", sa.Numeric(12, 2), nullable=False),
+)
+
+order_lines = sa.Table(
+    "order_lines",
+    metadata,
+    sa.Column("order_id", sa.ForeignKey("orders.order_id"), primary_key=True),
+    sa.Column("item_id", sa.ForeignKey("inventory.item_id"), primary_key=True),
+    sa.Column("count", sa.Integer, nullable=False),
+    sa.Column("price", sa.Numeric(10, 2), nullable=False),  # the unit price paid
 )
 
 _WORDS = (
@@ -62,19 +83,40 @@ def item(item_id: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def create(engine: sa.Engine, items: int = 1000, *, seed: int = 0, reset: bool = False) -> int:
+def create(
+    engine: sa.Engine,
+    items: int = 1000,
+    *,
+    seed: int = 0,
+    reset: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> int:
     """Create the shop's tables and add items 1..``items`` that are missing;
-    with ``reset``, start from an empty table. Returns the rows added."""
+    with ``reset``, start from empty tables. ``progress`` is called with the
+    rows added by each batch. Returns the rows added."""
     if engine.dialect.name == "sqlite" and engine.url.database:
         Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
+        with engine.connect() as conn:
+            # Readers go on while a checkout writes (the setting stays with the file).
+            conn.exec_driver_sql("PRAGMA journal_mode=WAL")
     if reset:
         metadata.drop_all(engine)
     metadata.create_all(engine)
     rng = random.Random(seed)
     with engine.begin() as conn:
         present = set(conn.scalars(sa.select(inventory.c.item_id)))
-        rows = [item(i, rng) for i in range(1, items + 1)]
-        missing = [row for row in rows if row["item_id"] not in present]
-        for at in range(0, len(missing), 1000):
-            conn.execute(inventory.insert(), missing[at : at + 1000])
+        if len(present) >= items and all(i in present for i in range(1, items + 1)):
+            return 0  # a second run: nothing to make
+        missing = []
+        for item_id in range(1, items + 1):
+            row = item(item_id, rng)  # drawn for every id: an item is the same on every run
+            if item_id not in present:
+                missing.append(row)
+        for at in range(0, len(missing), BATCH):
+            conn.execute(inventory.insert(), missing[at : at + BATCH])
+            if progress is not None:
+                progress(len(missing[at : at + BATCH]))
     return len(missing)
+
+
+BATCH = 5000  # rows per INSERT

@@ -65,13 +65,7 @@ class ASGIMiddleware(Adapter["AsyncWebTier"]):
         session = AsyncSession(self.tier, state)
         scope[SESSION_KEY] = session
         scope.setdefault("state", {})["session"] = session  # request.state.session
-        where = Where(
-            mount=scope.get("root_path", ""),
-            scheme=scope.get("scheme", "http"),
-            host=header_values(headers, b"host") or "",
-            peer=(scope.get("client") or ("",))[0],
-            proxied=came_through_proxy(key.decode("latin-1") for key, _ in headers),
-        )
+        where = scope_where(scope)
         started = False
 
         async def send_with_cookie(message: Message) -> None:
@@ -92,6 +86,18 @@ class ASGIMiddleware(Adapter["AsyncWebTier"]):
             headers = _merged([], self.unavailable(error))
             await send({"type": "http.response.start", "status": 503, "headers": headers})
             await send({"type": "http.response.body", "body": UNAVAILABLE_BODY})
+
+
+def scope_where(scope: Scope) -> Where:
+    """What a cookie's attributes depend on in an ASGI request."""
+    headers = scope.get("headers", [])
+    return Where(
+        mount=scope.get("root_path", ""),
+        scheme=scope.get("scheme", "http"),
+        host=header_values(headers, b"host") or "",
+        peer=(scope.get("client") or ("",))[0],
+        proxied=came_through_proxy(key.decode("latin-1") for key, _ in headers),
+    )
 
 
 def request_session(request: Request) -> AsyncSession:

@@ -1,0 +1,163 @@
+"""The shop as one Starlette app: :func:`create_app`.
+
+Every request goes through, outermost first:
+
+1. ``SecurityHeaders``: CSP without inline script, nosniff, referrer
+   policy, frame-ancestors;
+2. webtier's timing middleware: its time as the ``AccessTime`` of its route
+   template (``webtier stats slowest``);
+3. ``Observer``: hits per route template (batched counters) and anonymous
+   item views (the ranking);
+4. asgi-csrf, its cookie hardened, then ``TokenFill`` writing each
+   visitor's token into the forms;
+5. webtier's session middleware: the cookie, the session and its cart;
+6. webtier's page cache: anonymous item pages of the top 10,000 items;
+7. the routes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import secrets
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import sqlalchemy as sa
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from webtier.aio import WebTier as AsyncWebTier
+from webtier.config import ANALYTICS_COOKIES, Config
+from webtier.demo import shopdb
+from webtier.demo.shop import accounts, orders, pages
+from webtier.demo.shop.context import Shop
+from webtier.demo.shop.jobs import maintenance, schedule_flash_sale
+from webtier.demo.shop.observe import ITEM_ROUTE, Observer, route_of
+from webtier.demo.shop.security import (
+    CSRF_COOKIE,
+    HardenedCsrfCookie,
+    SecurityHeaders,
+    TokenFill,
+    csrf_protected,
+)
+from webtier.demo.shop.settings import SESSION_COOKIE, ShopSettings
+from webtier.pagerules import CacheRoute, PageRequest, PageRules, Plan
+from webtier.sqlsource import open_engine
+from webtier.web import pagecache, sessions, timing
+
+POSTS = ("/cart", "/login", "/logout", "/checkout", "/account/logout-everywhere")
+
+
+class ItemPathRules(PageRules):
+    """The book's item rule for the shop's item paths: ``/item/42`` is the
+    page of item 42, as ``?item=42`` is in the book (its key holds the item,
+    so checkout can drop every page of an item at once)."""
+
+    __slots__ = ()
+
+    def plan(self, cfg: Config, request: PageRequest) -> Plan | None:
+        prefix, _, item = request.path.rpartition("/")
+        if prefix == "/item" and item and not request.query:
+            query = f"{cfg.pagecache.item_param}={item}"
+            request = dataclasses.replace(request, query=query)
+        return super().plan(cfg, request)
+
+
+PAGE_RULES = ItemPathRules(
+    routes=(
+        CacheRoute(
+            "/item/*",
+            item_pages=True,
+            # The CSRF cookie never changes the page (its token is written
+            # in outside the cache); analytics cookies as usual.
+            ignored_cookies=(*sorted(ANALYTICS_COOKIES), CSRF_COOKIE),
+        ),
+    )
+)
+
+
+def routes(shop: Shop) -> list[Route | Mount]:
+    return [
+        Route("/", pages.home, name="home"),
+        Route(ITEM_ROUTE, pages.item, name="item"),
+        Route("/cart", orders.cart, name="cart"),
+        Route("/cart", orders.change_cart, methods=["POST"]),
+        Route("/checkout", orders.checkout, methods=["POST"]),
+        Route("/orders/{order_id}", orders.order, name="order"),
+        Route("/login", accounts.login_form, name="login"),
+        Route("/login", accounts.login, methods=["POST"]),
+        Route("/logout", accounts.logout, methods=["POST"]),
+        Route("/account", accounts.account, name="account"),
+        Route("/account/logout-everywhere", accounts.logout_everywhere, methods=["POST"]),
+        Route("/flash-sale", pages.flash_sale, name="flash_sale"),
+        Route("/healthz", pages.healthz),
+        Mount("/static", StaticFiles(packages=[("webtier.demo.shop", "static")]), name="static"),
+    ]
+
+
+def create_app(
+    tier: AsyncWebTier, database: str | sa.Engine, *, settings: ShopSettings | None = None
+) -> Starlette:
+    """Fake Web Retailer on ``tier`` (an asyncio tier) and ``database`` (a
+    SQLAlchemy URL or Engine holding :mod:`webtier.demo.shopdb`'s tables,
+    made by ``shopdb.create``). With ``settings.run_jobs`` the maintenance
+    jobs run in the app's lifespan."""
+    settings = settings or ShopSettings()
+    engine = database if isinstance(database, sa.Engine) else open_engine(database)
+    inventory = shopdb.inventory_source(engine)
+    shop = Shop(tier, engine, inventory, settings)
+    secret = settings.secret or secrets.token_bytes(32)
+    table = routes(shop)
+    # Middleware that keep counts in process, flushed at shutdown: Starlette
+    # builds them on the first call (the lifespan's), kept here as built.
+    built: list[Any] = []
+
+    def kept(kind: Callable[..., Any]) -> Callable[..., Any]:
+        def build(app: Any, **options: Any) -> Any:
+            built.append(kind(app, **options))
+            return built[-1]
+
+        return build
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        views = tier.ranking.aggregator(flush_interval=settings.view_flush)
+        await schedule_flash_sale(tier, inventory, settings)
+        async with contextlib.AsyncExitStack() as stack:
+            if settings.run_jobs:
+                await stack.enter_async_context(maintenance(tier, inventory, settings))
+            try:
+                yield
+            finally:
+                for part in built:
+                    await part.aclose()
+                await views.aclose()
+                if not isinstance(database, sa.Engine):
+                    engine.dispose()
+
+    middleware = [
+        Middleware(SecurityHeaders),
+        Middleware(timing.ASGIMiddleware, tier=tier, route=route_of(table)),
+        Middleware(kept(Observer), tier=tier, route=route_of(table)),
+        Middleware(HardenedCsrfCookie),
+        Middleware(csrf_protected, secret=secret, posts=POSTS),
+        Middleware(TokenFill),
+        Middleware(
+            sessions.ASGIMiddleware,
+            tier=tier,
+            signing_keys=[secret],
+            cookie_name=SESSION_COOKIE,
+        ),
+        Middleware(kept(pagecache.ASGIMiddleware), tier=tier, rules=PAGE_RULES),
+    ]
+    app = Starlette(
+        routes=table,
+        middleware=middleware,
+        exception_handlers={404: pages.not_found, 405: pages.not_found},
+        lifespan=lifespan,
+    )
+    app.state.shop = shop
+    return app

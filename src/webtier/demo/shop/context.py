@@ -1,0 +1,160 @@
+"""What every page of the shop shares: the :class:`Shop` (tier, database,
+inventory source, templates) and the visitor as plain data.
+
+Pages are rendered from plain data only (item row dicts, the cart as
+{item id: count}, the username or None, notices), never from webtier
+objects, so other stacks can render the same templates.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import sqlalchemy as sa
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from webtier.aio import WebTier as AsyncWebTier
+from webtier.demo.shop.settings import SESSION_COOKIE, ShopSettings
+from webtier.sqlsource import SqlSource
+from webtier.web.sessions import AsyncSession
+
+T = TypeVar("T")
+Row = dict[str, Any]
+
+# Written where a form's CSRF token goes; security.TokenFill puts the
+# visitor's own token there as the page goes out, so a page the page cache
+# keeps for every anonymous visitor holds no one's token (the book's Edge
+# Side Includes idea, for one value).
+CSRF_PLACEHOLDER = "@@webtier-csrftoken@@"
+
+NOTICES = "notices"  # session data field: messages for the next page shown
+
+
+@dataclass(frozen=True, slots=True)
+class Visitor:
+    """Who is asking, as the templates see it."""
+
+    user: str | None = None
+    cart: dict[int, int] = field(default_factory=dict)
+    notices: tuple[str, ...] = ()
+
+    @property
+    def cart_units(self) -> int:
+        return sum(self.cart.values())
+
+
+def templates() -> Jinja2Templates:
+    environment = Environment(
+        loader=PackageLoader("webtier.demo.shop", "templates"),
+        autoescape=select_autoescape(default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["money"] = lambda value: f"${float(value):,.2f}"
+    return Jinja2Templates(env=environment)
+
+
+class Shop:
+    """The shop's parts, kept on ``app.state.shop``."""
+
+    def __init__(
+        self, tier: AsyncWebTier, engine: sa.Engine, inventory: SqlSource, settings: ShopSettings
+    ) -> None:
+        self.tier, self.engine, self.inventory, self.settings = tier, engine, inventory, settings
+        self.templates = templates()
+        self.limiter = anyio.CapacityLimiter(settings.sql_threads)
+
+    async def sql(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking database call in a worker thread."""
+        bound = functools.partial(call, *args, **kwargs)
+        return await anyio.to_thread.run_sync(bound, limiter=self.limiter)
+
+    # -- items, from the row cache ----------------------------------------------------
+    def item_id(self, text: str) -> int | None:
+        """The item id a path names, or None (not a decimal id of the shop)."""
+        if not text.isascii() or not text.isdigit() or len(text) > 9:
+            return None
+        number = int(text)
+        return number if 1 <= number <= self.settings.items else None
+
+    async def item(self, item_id: int) -> Row | None:
+        """An item's row from the row cache, read through to SQL on a miss."""
+        return await self.tier.rows.get(self.inventory, item_id, load=True)
+
+    async def items(self, item_ids: Iterable[int]) -> list[Row]:
+        """Rows of several items, in the order given, from the row cache in
+        one round trip; the few not cached are read through."""
+        wanted = [i for i in dict.fromkeys(item_ids) if 1 <= i <= self.settings.items]
+        found = await self.tier.rows.get_many(self.inventory, wanted) if wanted else {}
+        rows = []
+        for item_id in wanted:
+            row = found.get(item_id) or await self.item(item_id)
+            if row is not None:
+                rows.append(row)
+        return rows
+
+    # -- the visitor ---------------------------------------------------------------
+    async def visitor(self, request: Request, *, notices: bool = True) -> Visitor:
+        """The visitor's name, cart and notices (taking the notices: they
+        show once). A visitor without a session cookie costs no Redis call."""
+        if SESSION_COOKIE not in request.cookies:
+            return Visitor()
+        session = session_of(request)
+        user = await session.user()
+        cart = {int(item): count for item, count in (await session.cart()).items()}
+        shown: tuple[str, ...] = ()
+        if notices:
+            shown = tuple(await session.get(NOTICES, ()))
+            if shown:
+                await session.discard(NOTICES)
+        return Visitor(user, cart, shown)
+
+    def page(
+        self,
+        request: Request,
+        template: str,
+        visitor: Visitor,
+        *,
+        status: int = 200,
+        **data: Any,
+    ) -> HTMLResponse:
+        context = {
+            "user": visitor.user,
+            "cart_units": visitor.cart_units,
+            "notices": visitor.notices,
+            "csrftoken": CSRF_PLACEHOLDER,
+            "path": request.url.path,
+            **data,
+        }
+        return self.templates.TemplateResponse(request, template, context, status_code=status)
+
+    async def problem(self, request: Request, status: int, title: str, message: str) -> HTMLResponse:
+        """An error page (4xx) that says what went wrong in one sentence."""
+        visitor = await self.visitor(request, notices=False)
+        return self.page(
+            request, "problem.html", visitor, status=status, title=title, message=message
+        )
+
+
+async def notify(session: AsyncSession, message: str) -> None:
+    """Keep ``message`` for the next page the visitor sees."""
+    waiting = list(await session.get(NOTICES, ()))
+    await session.update({NOTICES: [*waiting[-4:], message]})
+
+
+def shop_of(request: Request) -> Shop:
+    shop: Shop = request.app.state.shop
+    return shop
+
+
+def session_of(request: Request) -> AsyncSession:
+    session: AsyncSession = request.state.session
+    return session

@@ -1,0 +1,85 @@
+"""The pages that read: home, item, flash sale, health, not found."""
+
+from __future__ import annotations
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from webtier.demo.shop.context import Visitor, session_of, shop_of
+from webtier.demo.shop.settings import FLASH_SALE_ITEMS, SESSION_COOKIE
+
+
+def _ids(names: list[str]) -> list[int]:
+    return [int(name) for name in names if name.isdigit()]
+
+
+async def home(request: Request) -> Response:
+    """The most viewed items (the ranking) and the visitor's recently viewed
+    items (the session)."""
+    shop = shop_of(request)
+    visitor = await shop.visitor(request)
+    top = await shop.tier.ranking.top(shop.settings.most_viewed)
+    recent: list[str] = []
+    if SESSION_COOKIE in request.cookies:
+        recent = await session_of(request).recently_viewed()
+    return shop.page(
+        request,
+        "home.html",
+        visitor,
+        most_viewed=await shop.items(_ids([item for item, _ in top])),
+        views={int(item): int(count) for item, count in top if item.isdigit()},
+        recently_viewed=await shop.items(_ids(recent)),
+    )
+
+
+async def item(request: Request) -> Response:
+    """An item's price and stock from the row cache. A visitor with a session
+    has the view counted by the session's touch (recently viewed and the
+    ranking in one round trip); an anonymous visitor's page is the same for
+    all of them, which the page cache keeps (its view is counted outside:
+    observe.Observer)."""
+    shop = shop_of(request)
+    item_id = shop.item_id(request.path_params["item_id"])
+    row = None if item_id is None else await shop.item(item_id)
+    if item_id is None or row is None:
+        return await shop.problem(
+            request, 404, "No such item", "There is no item with this number in the shop."
+        )
+    visitor = Visitor()
+    if SESSION_COOKIE in request.cookies:
+        await session_of(request).record_view(str(item_id))
+        visitor = await shop.visitor(request)
+    return shop.page(
+        request,
+        "item.html",
+        visitor,
+        item=row,
+        in_cart=visitor.cart.get(item_id, 0),
+        flash_sale=item_id in FLASH_SALE_ITEMS,
+    )
+
+
+async def flash_sale(request: Request) -> Response:
+    """The flash-sale items, whose rows the worker refreshes every second."""
+    shop = shop_of(request)
+    visitor = await shop.visitor(request)
+    rows = await shop.items(i for i in FLASH_SALE_ITEMS if i <= shop.settings.items)
+    refresh = shop.settings.flash_refresh
+    return shop.page(request, "flash_sale.html", visitor, items=rows, refresh=refresh)
+
+
+async def healthz(request: Request) -> Response:
+    """Liveness for a load balancer: no session, no Redis, no database."""
+    return PlainTextResponse("ok")
+
+
+async def not_found(request: Request, error: Exception) -> Response:
+    """Any path the shop does not serve, and any HTTP error Starlette raises."""
+    shop = shop_of(request)
+    status = error.status_code if isinstance(error, HTTPException) else 404
+    if status == 405:
+        return await shop.problem(request, 405, "Not allowed", "This page does not take that.")
+    return await shop.problem(
+        request, status, "Page not found", "The shop has no page at this address."
+    )
