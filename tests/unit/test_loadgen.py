@@ -112,6 +112,17 @@ def test_the_form_token_is_read_whatever_the_attribute_order(page: str) -> None:
     assert form_token(f"<p>hello</p>{page}") == "abc&1"
 
 
+def test_the_token_of_the_form_posting_to_an_action() -> None:
+    page = (
+        '<form method=post action="/logout"><input name=csrftoken value=t1></form>'
+        '<FORM action=\'/checkout\' class=x>\n<input name="csrftoken" value="t2">\n</FORM>'
+    )
+    assert form_token(page, "/checkout") == "t2"
+    assert form_token(page, "/logout") == "t1"
+    assert form_token(page) == "t1"
+    assert form_token(page, "/cart") is None  # no such form: nothing to submit
+
+
 def test_no_form_no_token() -> None:
     assert form_token("<input name='q' value='x'>") is None
     assert form_token("<input name=csrftoken>") is None
@@ -184,4 +195,6 @@ def test_the_report_has_percentiles_statuses_and_orders() -> None:
     document = report.as_dict()
     assert document["order_ids"] == [17]
     assert document["statuses"] == {"2xx": 100, "3xx": 1, "4xx": 1, "5xx": 1}
+    assert (report.code(404), report.code(500), report.code(403)) == (1, 1, 0)
+    assert document["routes"][0]["status_codes"] == {"200": 100, "404": 1}
     assert report.table().row_count == 2

@@ -22,17 +22,35 @@ from webtier.errors import ConfigError
 # An <input> whose name is csrftoken, whatever the attributes' order.
 _TOKEN_INPUT = re.compile(r"""<input\b[^>]*\bname\s*=\s*["']?csrftoken\b[^>]*>""", re.I)
 _VALUE = re.compile(r"""\bvalue\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_ACTION = re.compile(r"""\baction\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_FORM = re.compile(r"(<form\b[^>]*>)(.*?)</form\s*>", re.I | re.S)
 
 
-def form_token(page: str) -> str | None:
-    """The value of the first ``<input name="csrftoken">`` of ``page``."""
+def form_token(page: str, action: str | None = None) -> str | None:
+    """The value of the ``<input name="csrftoken">`` of the first form of
+    ``page`` that posts to ``action`` (any form when ``None``); ``None``
+    when the page has no such form."""
+    if action is not None:
+        for form in _FORM.finditer(page):
+            if _action_of(form.group(1)) == action:
+                return form_token(form.group(2))
+        return None
     found = _TOKEN_INPUT.search(page)
     if found is None:
         return None
     value = _VALUE.search(found.group(0))
     if value is None:
         return None
-    return html.unescape(next(group for group in value.groups() if group is not None))
+    return html.unescape(_first(value.groups()))
+
+
+def _action_of(form_tag: str) -> str | None:
+    found = _ACTION.search(form_tag)
+    return None if found is None else html.unescape(_first(found.groups()))
+
+
+def _first(groups: tuple[str | None, ...]) -> str:
+    return next(group for group in groups if group is not None)
 
 
 def absorb_cookies(cookies: dict[str, str], set_cookie_headers: list[str]) -> None:

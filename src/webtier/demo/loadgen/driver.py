@@ -78,13 +78,17 @@ class _Visit:
         return response
 
     async def submit(self, path: str, fields: dict[str, str | int], *, from_page: str) -> str:
-        """POST a form with the CSRF token of the page the visitor is on (or,
-        if it has no form, of ``from_page``), then follow a 303 as a browser
-        does. Returns the redirect's path, or ``""`` when not redirected."""
-        token = form_token(self.page)
+        """POST the form of the page the visitor is on that posts to ``path``
+        (if it has none, of ``from_page``) with its CSRF token, then follow a
+        303 as a browser does. Returns the redirect's path; ``""`` when not
+        redirected, or when neither page had the form (a session the shop
+        ended meanwhile shows none): a browser has nothing to submit then."""
+        token = form_token(self.page, path)
         if token is None:
             await self.open(from_page)
-            token = form_token(self.page) or ""
+            token = form_token(self.page, path)
+            if token is None:
+                return ""
         response = await self.request("POST", path, {**fields, "csrftoken": token})
         if response.status_code != 303:
             self.page = response.text
@@ -95,7 +99,9 @@ class _Visit:
 
     async def checkout(self) -> None:
         await self.open("/cart")
-        token = form_token(self.page) or ""
+        token = form_token(self.page, "/checkout")
+        if token is None:
+            return  # no checkout form: the cart was emptied (its session ended)
         try:
             response = await self.request("POST", "/checkout", {"csrftoken": token})
         except asyncio.CancelledError:

@@ -39,6 +39,7 @@ def route_of(method: str, path: str) -> str:
 @dataclass(slots=True)
 class _Route:
     statuses: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUS_CLASSES, 0))
+    codes: dict[int, int] = field(default_factory=dict)
     transport_errors: int = 0
     buckets: dict[str, int] = field(default_factory=dict)
     slowest: float = 0.0
@@ -67,6 +68,7 @@ class Recorder:
         figures = self._route(route)
         kind = f"{min(max(status // 100, 2), 5)}xx"  # 1xx never reaches here
         figures.statuses[kind] += 1
+        figures.codes[status] = figures.codes.get(status, 0) + 1
         bucket = bucket_of(seconds, SUB_BUCKETS) if seconds > 0 else "z"
         figures.buckets[bucket] = figures.buckets.get(bucket, 0) + 1
         figures.slowest = max(figures.slowest, seconds)
@@ -102,6 +104,7 @@ class RouteFigures:
 
     route: str
     statuses: Mapping[str, int]  # "2xx".."5xx" -> responses
+    codes: Mapping[int, int]  # each status code -> responses
     transport_errors: int
     p50: float | None
     p90: float | None
@@ -113,7 +116,10 @@ class RouteFigures:
         latency = Histogram(SUB_BUCKETS, dict(figures.buckets))
         high = figures.slowest if figures.buckets else None
         p50, p90, p99 = (latency.percentile(p, high=high) for p in (50, 90, 99))
-        return cls(route, dict(figures.statuses), figures.transport_errors, p50, p90, p99, high)
+        codes = dict(sorted(figures.codes.items()))
+        return cls(
+            route, dict(figures.statuses), codes, figures.transport_errors, p50, p90, p99, high
+        )
 
     @property
     def responses(self) -> int:
@@ -141,6 +147,10 @@ class LoadReport:
     def status(self, kind: str) -> int:
         """Responses of one class, ``"5xx"`` say, over every route."""
         return sum(route.statuses[kind] for route in self.routes)
+
+    def code(self, status: int) -> int:
+        """Responses of one status code, 403 say, over every route."""
+        return sum(route.codes.get(status, 0) for route in self.routes)
 
     @property
     def requests(self) -> int:
@@ -178,6 +188,7 @@ class LoadReport:
                     "route": r.route,
                     "requests": r.requests,
                     "statuses": dict(r.statuses),
+                    "status_codes": {str(code): n for code, n in r.codes.items()},
                     "transport_errors": r.transport_errors,
                     "p50_seconds": r.p50,
                     "p90_seconds": r.p90,
