@@ -12,9 +12,11 @@ from pathlib import Path
 import click
 import jsonschema
 import pytest
+import sqlalchemy as sa
 
 import webtier
 from tests.helpers import wait_for, webtier_cli
+from tests.shop_helpers import serving, stocked
 from webtier.cli import main
 from webtier.cli.output import schema
 from webtier.workers import Worker
@@ -89,9 +91,14 @@ READS = {
 }
 
 
+# Commands with --json that drive something rather than read Redis: each has
+# a test of its own below.
+DRIVES = {"loadgen"}
+
+
 @pytest.mark.usefixtures("steady_hour")
 def test_each_document_is_valid_against_its_schema(shop: tuple[str, ...]) -> None:
-    assert set(READS) == shipped_schemas()
+    assert set(READS) | DRIVES == shipped_schemas()
     for name, command in READS.items():
         ran = webtier_cli(*shop, *command, "--json")
         assert ran.code == 0, (name, ran)
@@ -130,3 +137,19 @@ def test_a_missing_name_is_a_document_and_exit_status_1(redis_url: str, prefix: 
     ran = webtier_cli(*edge, "counters", "show", "nosuch", "--json")
     assert ran.code == 1
     jsonschema.validate(json.loads(ran.stdout), schema("counters-show"))
+
+
+def test_loadgen_prints_one_document(redis_url: str, prefix: str, tmp_path: Path) -> None:
+    engine = stocked(sa.create_engine(f"sqlite:///{tmp_path}/shop.db"))
+    with serving(redis_url, prefix, engine) as shop:
+        ran = webtier_cli(
+            "loadgen", shop, "--rate", "20", "--duration", "2", "--items", "300", "--seed", "1",
+            "--json",
+        )  # fmt: skip
+    assert ran.code == 0, ran
+    document = json.loads(ran.stdout)
+    jsonschema.validate(document, schema("loadgen"))
+    assert document["requests"] > 0
+    assert document["statuses"]["5xx"] == 0
+    routes = {route["route"] for route in document["routes"]}
+    assert {"GET /", "GET /item/{item_id}"} <= routes
