@@ -235,3 +235,16 @@ def sessions_command(**options: Any) -> None:
     """Sessions and carts vs the book's listings 2.1-2.5 and 2.9: touch,
     check, cleanup, memory per session."""
     run_bench(sessions.TITLE, sessions.run, **options)
+
+
+# -- the shop, end to end ----------------------------------------------------------------------
+
+
+@bench.command("shop")
+@bench_options
+def shop_command(**options: Any) -> None:
+    """The demo shop under webtier loadgen's traffic: webtier vs the book's
+    listings vs SQL alone, each behind one uvicorn worker, interleaved."""
+    from benchmarks import shop
+
+    run_bench(shop.TITLE, shop.run, **options)
