@@ -169,7 +169,8 @@ def serve(stack: str, redis_url: str, database: str, items: int, port: int) -> N
         settings = ShopSettings(items=items, run_jobs=False, secret=b"s" * 32)
         app: Any = create_app(tier, engine, settings=settings)
     else:
-        from benchmarks._shop_stacks import book_app, sql_app
+        from benchmarks._shop_sql import sql_app
+        from benchmarks._shop_stacks import book_app
 
         app = book_app(redis_url, engine, items) if stack == "book" else sql_app(engine, items)
     uvicorn.run(

@@ -11,10 +11,7 @@ tier done another way.
   daemon, :func:`book_daemon`) else SQL, ``add_to_cart`` for the cart. The
   book invalidates nothing at checkout: its pages and rows show the old
   stock until they expire, as printed.
-* SQL alone: no Redis; the session (user, cart, recently viewed, orders) in
-  Starlette's signed cookie, every row read from SQL, and the home page's
-  "most viewed" shelf the best sellers (views are not counted: one SQL
-  write per page view is not how anyone runs a shop on SQL alone).
+* SQL alone: :mod:`benchmarks._shop_sql`.
 
 Both render with the shop's templates from plain data, and call SQL
 through :mod:`webtier.demo.shop.catalog` in worker threads, as the shop does.
@@ -36,13 +33,11 @@ import redis
 import sqlalchemy as sa
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from benchmarks import book
-from webtier.demo import shopdb
 from webtier.demo.shop import FLASH_SALE_ITEMS, catalog
 from webtier.demo.shop.context import CSRF_PLACEHOLDER, Visitor, templates
 from webtier.demo.shop.security import (
@@ -100,7 +95,7 @@ class Pages:
         )
 
 
-def _see(path: str) -> RedirectResponse:
+def see(path: str) -> RedirectResponse:
     return RedirectResponse(path, status_code=303)
 
 
@@ -134,16 +129,74 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
+class StackShop:
+    """What both stacks' pages share, given a visitor and rows of their own."""
+
+    def __init__(self, pages: Pages) -> None:
+        self.pages = pages
+
+    def visitor(self, request: Request) -> Visitor:
+        raise NotImplementedError
+
+    async def rows(self, item_ids: list[int]) -> list[Row]:
+        raise NotImplementedError
+
+    async def cart(self, request: Request) -> Response:
+        visitor = self.visitor(request)
+        rows = await self.rows(sorted(visitor.cart))
+        lines = [(row, visitor.cart[row["item_id"]]) for row in rows]
+        total = sum(float(row["price"]) * count for row, count in lines)
+        return self.pages.page(request, "cart.html", visitor, lines=lines, total=total)
+
+    async def login_form(self, request: Request) -> Response:
+        return self.pages.page(request, "login.html", self.visitor(request))
+
+    async def quantity(self, request: Request) -> tuple[int, int] | None:
+        """The cart form's item and new count, or None if either is wrong."""
+        form = await request.form()
+        item_id = self.pages.item_id(str(form.get("item", "")))
+        count = str(form.get("count", ""))
+        if item_id is None or not count.isdigit() or len(count) > 6:
+            return None
+        return item_id, int(count)
+
+    async def place(self, request: Request, visitor: Visitor) -> catalog.Order | Response:
+        """The visitor's cart as an order (catalog.place_order), or the page
+        that says why not."""
+        if not visitor.cart:
+            return self.pages.problem(request, visitor, 400, "Empty cart")
+        try:
+            return await self.pages.sql(
+                functools.partial(catalog.place_order, username=visitor.user),
+                self.pages.engine,
+                visitor.cart,
+            )
+        except OutOfStock:
+            return self.pages.problem(request, visitor, 409, "Out of stock")
+
+    async def shown_order(
+        self, request: Request, mine: Callable[[catalog.Order], bool]
+    ) -> Response:
+        visitor = self.visitor(request)
+        text = request.path_params["order_id"]
+        found = None
+        if text.isdigit() and len(text) <= 12:
+            found = await self.pages.sql(catalog.order, self.pages.engine, int(text))
+        if found is None or not mine(found):
+            return self.pages.problem(request, visitor, 404, "No such order")
+        return self.pages.page(request, "order.html", visitor, order=found)
+
+
 # -- the book's listings ---------------------------------------------------------------------
 
 
-class BookShop:
+class BookShop(StackShop):
     """The shop's pages on the book's listings (a redis-py client of its own
     database, decoding replies as the listings expect)."""
 
     def __init__(self, conn: redis.Redis, pages: Pages) -> None:
+        super().__init__(pages)
         self.conn: Any = conn  # as the listings take it: replies decoded, untyped
-        self.pages = pages
 
     def token(self, request: Request) -> str | None:
         return request.cookies.get(BOOK_COOKIE)
@@ -220,72 +273,51 @@ class BookShop:
         response.set_cookie(BOOK_COOKIE, token, httponly=True, samesite="lax")
         return token
 
-    async def cart(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        rows = await self.rows(sorted(visitor.cart))
-        lines = [(row, visitor.cart[row["item_id"]]) for row in rows]
-        total = sum(float(row["price"]) * count for row, count in lines)
-        return self.pages.page(request, "cart.html", visitor, lines=lines, total=total)
-
     async def change_cart(self, request: Request) -> Response:
-        form = await request.form()
-        item_id = self.pages.item_id(str(form.get("item", "")))
-        count = str(form.get("count", ""))
-        if item_id is None or not count.isdigit() or len(count) > 6:
+        wanted = await self.quantity(request)
+        if wanted is None:
             return self.pages.problem(request, self.visitor(request), 400, "Not a quantity")
-        response = _see("/cart")
-        book.add_to_cart(self.conn, self._session(request, response), str(item_id), int(count))
+        response = see("/cart")
+        book.add_to_cart(self.conn, self._session(request, response), str(wanted[0]), wanted[1])
         return response
 
     async def login(self, request: Request) -> Response:
         username = str((await request.form()).get("username", "")).strip()[:40]
-        response = _see("/")
+        response = see("/")
         book.update_token(self.conn, self._session(request, response), username)
         return response
 
     async def logout(self, request: Request) -> Response:
-        response = _see("/")  # the book has no logout: the cookie goes, the token stays
+        response = see("/")  # the book has no logout: the cookie goes, the token stays
         response.delete_cookie(BOOK_COOKIE)
         return response
 
     async def checkout(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        token = self.token(request)
-        if token is None or not visitor.cart:
-            return self.pages.problem(request, visitor, 400, "Empty cart")
-        try:
-            order = await self.pages.sql(
-                functools.partial(catalog.place_order, username=visitor.user),
-                self.pages.engine,
-                visitor.cart,
-            )
-        except OutOfStock:
-            return self.pages.problem(request, visitor, 409, "Out of stock")
+        visitor, token = self.visitor(request), self.token(request)
+        order = await self.place(request, visitor)
+        if isinstance(order, Response) or token is None:
+            return order if isinstance(order, Response) else see("/cart")
         self.conn.delete("cart:" + token)
         self.conn.sadd("orders:" + token, order.order_id)
-        return _see(f"/orders/{order.order_id}")
+        return see(f"/orders/{order.order_id}")
 
     async def order(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        text, token = request.path_params["order_id"], self.token(request)
-        found = None
-        if text.isdigit() and len(text) <= 12:
-            found = await self.pages.sql(catalog.order, self.pages.engine, int(text))
-        mine = found is not None and (
-            (found.username is not None and found.username == visitor.user)
-            or (token is not None and bool(self.conn.sismember("orders:" + token, text)))
-        )
-        if found is None or not mine:
-            return self.pages.problem(request, visitor, 404, "No such order")
-        return self.pages.page(request, "order.html", visitor, order=found)
+        token = self.token(request)
+        user = None if token is None else book.check_token(self.conn, token)
 
-    async def login_form(self, request: Request) -> Response:
-        return self.pages.page(request, "login.html", self.visitor(request))
+        def mine(order: catalog.Order) -> bool:
+            if order.username is not None:
+                return bool(user) and order.username == user
+            return token is not None and bool(
+                self.conn.sismember("orders:" + token, order.order_id)
+            )
+
+        return await self.shown_order(request, mine)
 
     async def account(self, request: Request) -> Response:
         visitor = self.visitor(request)
         if visitor.user is None:
-            return _see("/login")
+            return see("/login")
         # The book keeps no sessions per user: this one is all it can show.
         now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         shown = [{"id": "this session", "created": "-", "last_seen": now}]
@@ -297,7 +329,7 @@ class BookShop:
         return self.pages.page(request, "flash_sale.html", visitor, items=rows, refresh=FLASH_DELAY)
 
 
-def _routes(shop: Any) -> list[Route]:
+def routes_of(shop: Any) -> list[Route]:
     return [
         Route("/", shop.home),
         Route("/item/{item_id}", shop.item),
@@ -317,7 +349,7 @@ def _routes(shop: Any) -> list[Route]:
 def book_app(redis_url: str, engine: sa.Engine, items: int) -> Starlette:
     pages = Pages(engine, items)
     conn = redis.Redis.from_url(redis_url, decode_responses=True)
-    return secured(_routes(BookShop(conn, pages)), pages)
+    return secured(routes_of(BookShop(conn, pages)), pages)
 
 
 def book_daemon(redis_url: str, engine: sa.Engine, items: int, stop: threading.Event) -> None:
@@ -345,146 +377,3 @@ def book_daemon(redis_url: str, engine: sa.Engine, items: int, stop: threading.E
         if now - rescaled >= 300:
             book.rescale_viewed_pass(conn)
             rescaled = now
-
-
-# -- SQL alone --------------------------------------------------------------------------------
-
-
-class SqlShop:
-    """The shop's pages with no Redis: the session in a signed cookie."""
-
-    def __init__(self, pages: Pages) -> None:
-        self.pages = pages
-
-    def visitor(self, request: Request) -> Visitor:
-        session = request.session
-        cart = {int(i): int(n) for i, n in session.get("cart", {}).items()}
-        return Visitor(session.get("user"), cart)
-
-    async def rows(self, item_ids: list[int]) -> list[Row]:
-        wanted = [i for i in dict.fromkeys(item_ids) if 1 <= i <= self.pages.items]
-        found = await self.pages.sql(catalog.items, self.pages.engine, wanted) if wanted else {}
-        return [found[i] for i in wanted if i in found]
-
-    async def home(self, request: Request) -> Response:
-        best = await self.pages.sql(best_sellers, self.pages.engine)
-        return self.pages.page(
-            request,
-            "home.html",
-            self.visitor(request),
-            most_viewed=await self.rows([i for i, _ in best]),
-            views=dict(best),
-            recently_viewed=await self.rows(list(request.session.get("viewed", []))),
-        )
-
-    async def item(self, request: Request) -> Response:
-        item_id = self.pages.item_id(request.path_params["item_id"])
-        visitor = self.visitor(request)
-        found = [] if item_id is None else await self.rows([item_id])
-        if item_id is None or not found:
-            return self.pages.problem(request, visitor, 404, "No such item")
-        if request.session:  # a visitor with a session has recently viewed items
-            viewed = [item_id, *(i for i in request.session.get("viewed", []) if i != item_id)]
-            request.session["viewed"] = viewed[:25]
-        return self.pages.page(
-            request,
-            "item.html",
-            visitor,
-            item=found[0],
-            in_cart=visitor.cart.get(item_id, 0),
-            flash_sale=item_id in FLASH_SALE_ITEMS,
-        )
-
-    async def cart(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        rows = await self.rows(sorted(visitor.cart))
-        lines = [(row, visitor.cart[row["item_id"]]) for row in rows]
-        total = sum(float(row["price"]) * count for row, count in lines)
-        return self.pages.page(request, "cart.html", visitor, lines=lines, total=total)
-
-    async def change_cart(self, request: Request) -> Response:
-        form = await request.form()
-        item_id = self.pages.item_id(str(form.get("item", "")))
-        count = str(form.get("count", ""))
-        if item_id is None or not count.isdigit() or len(count) > 6:
-            return self.pages.problem(request, self.visitor(request), 400, "Not a quantity")
-        cart = dict(request.session.get("cart", {}))
-        if int(count):
-            cart[str(item_id)] = int(count)
-        else:
-            cart.pop(str(item_id), None)
-        request.session["cart"] = cart
-        return _see("/cart")
-
-    async def login(self, request: Request) -> Response:
-        request.session["user"] = str((await request.form()).get("username", "")).strip()[:40]
-        return _see("/")
-
-    async def logout(self, request: Request) -> Response:
-        request.session.clear()
-        return _see("/")
-
-    async def checkout(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        if not visitor.cart:
-            return self.pages.problem(request, visitor, 400, "Empty cart")
-        try:
-            order = await self.pages.sql(
-                functools.partial(catalog.place_order, username=visitor.user),
-                self.pages.engine,
-                visitor.cart,
-            )
-        except OutOfStock:
-            return self.pages.problem(request, visitor, 409, "Out of stock")
-        request.session["cart"] = {}
-        request.session["orders"] = [*request.session.get("orders", [])[-49:], order.order_id]
-        return _see(f"/orders/{order.order_id}")
-
-    async def order(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        text = request.path_params["order_id"]
-        found = None
-        if text.isdigit() and len(text) <= 12:
-            found = await self.pages.sql(catalog.order, self.pages.engine, int(text))
-        mine = found is not None and (
-            (found.username is not None and found.username == visitor.user)
-            or found.order_id in request.session.get("orders", [])
-        )
-        if found is None or not mine:
-            return self.pages.problem(request, visitor, 404, "No such order")
-        return self.pages.page(request, "order.html", visitor, order=found)
-
-    async def login_form(self, request: Request) -> Response:
-        return self.pages.page(request, "login.html", self.visitor(request))
-
-    async def account(self, request: Request) -> Response:
-        visitor = self.visitor(request)
-        if visitor.user is None:
-            return _see("/login")
-        shown = [{"id": "this browser", "created": "-", "last_seen": "-"}]
-        return self.pages.page(request, "account.html", visitor, sessions=shown)
-
-    async def flash_sale(self, request: Request) -> Response:
-        rows = await self.rows([i for i in FLASH_SALE_ITEMS if i <= self.pages.items])
-        return self.pages.page(
-            request, "flash_sale.html", self.visitor(request), items=rows, refresh=0
-        )
-
-
-def best_sellers(engine: sa.Engine) -> list[tuple[int, int]]:
-    """The items sold most, as (item id, units): SQL's "most viewed"."""
-    units = sa.func.sum(shopdb.order_lines.c.count)
-    query = (
-        sa.select(shopdb.order_lines.c.item_id, units)
-        .group_by(shopdb.order_lines.c.item_id)
-        .order_by(units.desc())
-        .limit(MOST_VIEWED)
-    )
-    with engine.connect() as conn:
-        return [(int(item), int(n)) for item, n in conn.execute(query)]
-
-
-def sql_app(engine: sa.Engine, items: int) -> Starlette:
-    pages = Pages(engine, items)
-    session = Middleware(SessionMiddleware, secret_key=SECRET.decode(), same_site="lax")
-    return secured(_routes(SqlShop(pages)), pages, session)
