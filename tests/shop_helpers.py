@@ -4,6 +4,7 @@ a real Redis, a real SQL database (webtier.demo.shop)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -20,19 +21,31 @@ ITEMS = 300  # items in a test's inventory: 1..300
 TOKEN = re.compile(r'name="csrftoken" value="([^"]+)"')
 
 
+STOCK = 100  # units of every item in a test's inventory
+
+
 def stocked(engine: sa.Engine, items: int = ITEMS) -> sa.Engine:
+    """The shop's tables with items 1..``items``, :data:`STOCK` of each."""
     shopdb.create(engine, items)
+    with engine.begin() as conn:
+        conn.execute(shopdb.inventory.update().values(stock=STOCK))
     return engine
 
 
 @contextlib.contextmanager
 def serving(
-    redis_url: str, prefix: str, engine: sa.Engine, **settings: Any
+    redis_url: str,
+    prefix: str,
+    engine: sa.Engine,
+    config: webtier.Config | None = None,
+    **settings: Any,
 ) -> Iterator[str]:
-    """The shop on ``redis_url`` under ``prefix``, serving until the block
-    ends; yields its base URL. Its Redis client lives in uvicorn's loop."""
+    """The shop on ``redis_url`` under ``prefix`` (and ``config``), serving
+    until the block ends; yields its base URL. Its Redis client is closed
+    after the app's lifespan."""
     client = webtier.connect_async(redis_url)
-    tier = webtier.AsyncWebTier(client, webtier.Config(prefix=prefix))
+    config = dataclasses.replace(config or webtier.Config(), prefix=prefix)
+    tier = webtier.AsyncWebTier(client, config)
     options = {"items": ITEMS, "secret": b"s" * 32, "view_flush": 0.1, **settings}
     shop = create_app(tier, engine, settings=ShopSettings(**options))
     with uvicorn_serving(_Closing(shop, client)) as url:

@@ -66,16 +66,6 @@ def test_bad_url_is_a_clean_error() -> None:
     assert "scheme" in out
 
 
-def test_demo_records_and_shows_counters(redis_url: str, prefix: str) -> None:
-    code, out = run("--url", redis_url, "--prefix", prefix, "demo", "--duration", "2.5")
-    assert code == 0, out
-    assert "page views by precision" in out
-    client = webtier.connect(redis_url)
-    names = webtier.WebTier(client, webtier.Config(prefix=prefix)).counters.names("views:")
-    webtier.disconnect(client)
-    assert "views:all" in names
-
-
 def test_python_dash_m_and_the_env_var(redis_url: str, prefix: str, tmp_path: Path) -> None:
     env = {"WEBTIER_REDIS_URL": redis_url, "WEBTIER_PREFIX": prefix, "PATH": "/usr/bin:/bin"}
     done = subprocess.run(

@@ -244,7 +244,10 @@ PARSE_ONLY = {"server", "bench"}
 # it backs off forever instead of failing (webtier/workers.py, _program).
 NOT_YET = {"worker": ("database",)}
 # Flags that make a long-running command return at once.
-QUICK = {"worker": ["--once"], "demo": ["--duration", "0.2", "--rate", "10"]}
+QUICK = {
+    "worker": ["--once"],
+    "demo": ["--duration", "0.2", "--no-traffic", "--items", "20", "--port", "0"],
+}
 LEAVES = list(leaves(main))
 
 NUMERIC = (click.INT, click.FLOAT)

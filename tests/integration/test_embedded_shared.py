@@ -59,8 +59,9 @@ def test_the_demo_outlives_the_worker_that_started_the_server(tmp_path: Path) ->
     try:
         assert wait_until(lambda: server_status(tmp_path).users == 1, 30)
         demo = webtier_command(
-            tmp_path, "demo", "--duration", "8", "--rate", "50", output=tmp_path / "demo.out"
-        )
+            tmp_path, "demo", "--duration", "8", "--rate", "50", "--port", "0", "--items", "1000",
+            output=tmp_path / "demo.out",
+        )  # fmt: skip
         assert wait_until(lambda: server_status(tmp_path).users == 2, 30)
         worker.send_signal(signal.SIGTERM)  # the process that started the server
         assert worker.wait(timeout=30) == 0

@@ -12,7 +12,6 @@ MOVED = [
     ("webtier.pgserver", "find_postgres_bin", "webtier.testing.pgserver"),
     ("webtier.shopdb", "inventory_source", "webtier.demo.shopdb"),
     ("webtier.shopdb", "inventory", "webtier.demo.shopdb"),
-    ("webtier.demo", "run_demo", "webtier.demo.traffic"),
     ("webtier.rows_cli", "rows", "webtier.cli.rows"),
     ("webtier.cli", "stop_on_signals", "webtier.cli.signals"),
 ]

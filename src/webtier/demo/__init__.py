@@ -1,11 +1,10 @@
-"""The demo shop, Fake Web Retailer: its live traffic (``webtier demo``,
-:mod:`webtier.demo.traffic`, needs the ``cli`` extra) and its inventory
-database (``webtier rows``, :mod:`webtier.demo.shopdb`, needs ``sql``).
+"""The demo shop, Fake Web Retailer (needs the ``shop`` extra but for its
+database):
 
-Importing this package imports neither.
+- :mod:`webtier.demo.shop`: the shop, a Starlette app on webtier;
+- :mod:`webtier.demo.serve`: ``webtier demo``, the shop served with traffic;
+- :mod:`webtier.demo.shopdb`: its database, the inventory and the orders
+  (``webtier rows``; needs ``sql``).
+
+Importing this package imports none of them.
 """
-
-from webtier._core.compat import moved
-
-# ``webtier.demo`` was the traffic module itself.
-__getattr__ = moved(__name__, {"run_demo": "webtier.demo.traffic:run_demo"})

@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import random
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from webtier._core.extras import extra_needed
@@ -83,6 +83,14 @@ def item(item_id: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
+def make_room(engine: sa.Engine) -> bool:
+    """Make the folder of a SQLite file; whether the database is one."""
+    if engine.dialect.name != "sqlite" or not engine.url.database:
+        return False
+    Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
+    return True
+
+
 def create(
     engine: sa.Engine,
     items: int = 1000,
@@ -94,8 +102,7 @@ def create(
     """Create the shop's tables and add items 1..``items`` that are missing;
     with ``reset``, start from empty tables. ``progress`` is called with the
     rows added by each batch. Returns the rows added."""
-    if engine.dialect.name == "sqlite" and engine.url.database:
-        Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
+    if make_room(engine):
         with engine.connect() as conn:
             # Readers go on while a checkout writes (the setting stays with the file).
             conn.exec_driver_sql("PRAGMA journal_mode=WAL")

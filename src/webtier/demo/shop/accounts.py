@@ -26,13 +26,16 @@ async def login_form(request: Request) -> Response:
 
 def merge_report(user: str, result: LoginResult | None) -> str:
     """What the login did to the carts, in one sentence."""
-    if result is None or not result.cart_changes:
+    changes = () if result is None else result.cart_changes
+    if not changes:
         return f"Welcome, {user}."
-    changes = ", ".join(
+    if not any(change.before for change in changes):
+        return f"Welcome, {user}. Your cart came with you."
+    shown = ", ".join(
         f"item {c.item}: {c.before} \u2192 {c.after}"
-        for c in sorted(result.cart_changes, key=lambda c: int(c.item) if c.item.isdigit() else 0)
+        for c in sorted(changes, key=lambda c: (len(c.item), c.item))
     )
-    return f"Welcome back, {user}. Your cart was merged into your account's: {changes}."
+    return f"Welcome, {user}. Your cart was merged into your account's: {shown}."
 
 
 async def login(request: Request) -> Response:

@@ -23,30 +23,35 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import sqlalchemy as sa
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
-
+from webtier._core.extras import extra_needed
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import ANALYTICS_COOKIES, Config
-from webtier.demo import shopdb
-from webtier.demo.shop import accounts, orders, pages
-from webtier.demo.shop.context import Shop
-from webtier.demo.shop.jobs import maintenance, schedule_flash_sale
-from webtier.demo.shop.observe import ITEM_ROUTE, Observer, route_of
-from webtier.demo.shop.security import (
-    CSRF_COOKIE,
-    HardenedCsrfCookie,
-    SecurityHeaders,
-    TokenFill,
-    csrf_protected,
-)
 from webtier.demo.shop.settings import SESSION_COOKIE, ShopSettings
 from webtier.pagerules import CacheRoute, PageRequest, PageRules, Plan
-from webtier.sqlsource import open_engine
-from webtier.web import pagecache, sessions, timing
+
+# The shop's modules import what the ``shop`` extra brings (Starlette,
+# Jinja2, asgi-csrf, SQLAlchemy...): without it, one line naming the extra.
+with extra_needed("shop", "the demo shop"):
+    import sqlalchemy as sa
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    from webtier.demo import shopdb
+    from webtier.demo.shop import accounts, orders, pages
+    from webtier.demo.shop.context import Shop
+    from webtier.demo.shop.jobs import maintenance, schedule_flash_sale
+    from webtier.demo.shop.observe import ITEM_ROUTE, Observer, route_of
+    from webtier.demo.shop.security import (
+        CSRF_COOKIE,
+        HardenedCsrfCookie,
+        SecurityHeaders,
+        TokenFill,
+        csrf_protected,
+    )
+    from webtier.sqlsource import open_engine
+    from webtier.web import pagecache, sessions, timing
 
 POSTS = ("/cart", "/login", "/logout", "/checkout", "/account/logout-everywhere")
 
@@ -138,6 +143,7 @@ def create_app(
                 if not isinstance(database, sa.Engine):
                     engine.dispose()
 
+    session_options = sessions.SessionOptions(signing_keys=[secret], cookie_name=SESSION_COOKIE)
     middleware = [
         Middleware(SecurityHeaders),
         Middleware(timing.ASGIMiddleware, tier=tier, route=route_of(table)),
@@ -145,12 +151,8 @@ def create_app(
         Middleware(HardenedCsrfCookie),
         Middleware(csrf_protected, secret=secret, posts=POSTS),
         Middleware(TokenFill),
-        Middleware(
-            sessions.ASGIMiddleware,
-            tier=tier,
-            signing_keys=[secret],
-            cookie_name=SESSION_COOKIE,
-        ),
+        # (mypy cannot match Starlette's middleware factory to this generic class)
+        Middleware(sessions.ASGIMiddleware, tier=tier, options=session_options),  # type: ignore[arg-type]
         Middleware(kept(pagecache.ASGIMiddleware), tier=tier, rules=PAGE_RULES),
     ]
     app = Starlette(

@@ -95,9 +95,11 @@ def place_order(
         priced = [OrderLine(r.item_id, r.name, wanted[r.item_id], r.price) for r in rows]
         total = sum((line.price * line.count for line in priced), Decimal("0.00"))
         units = sum(wanted.values())
-        order_id = conn.execute(
-            orders.insert().values(username=username, placed_at=placed, items=units, total=total)
-        ).inserted_primary_key[0]
+        order_id: int = conn.execute(
+            orders.insert()
+            .values(username=username, placed_at=placed, items=units, total=total)
+            .returning(orders.c.order_id)
+        ).scalar_one()
         conn.execute(
             order_lines.insert(),
             [
@@ -122,7 +124,8 @@ def order(engine: sa.Engine, order_id: int) -> Order | None:
             .where(order_lines.c.order_id == order_id)
             .order_by(order_lines.c.item_id)
         )  # fmt: skip
-        lines = tuple(OrderLine(r.item_id, r.name, r.count, r.price) for r in found)
+        # Row.count is the tuple method: the column is read by name.
+        lines = tuple(OrderLine(r.item_id, r.name, r._mapping["count"], r.price) for r in found)
     return Order(head.order_id, head.username, head.placed_at, head.items, head.total, lines)
 
 

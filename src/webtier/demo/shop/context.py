@@ -80,7 +80,9 @@ class Shop:
     # -- items, from the row cache ----------------------------------------------------
     def item_id(self, text: str) -> int | None:
         """The item id a path names, or None (not a decimal id of the shop)."""
-        if not text.isascii() or not text.isdigit() or len(text) > 9:
+        # One spelling per item ("7", never "07"): one page to cache, one
+        # member of the ranking.
+        if not text.isascii() or not text.isdigit() or len(text) > 9 or text.startswith("0"):
             return None
         number = int(text)
         return number if 1 <= number <= self.settings.items else None
@@ -136,7 +138,9 @@ class Shop:
         }
         return self.templates.TemplateResponse(request, template, context, status_code=status)
 
-    async def problem(self, request: Request, status: int, title: str, message: str) -> HTMLResponse:
+    async def problem(
+        self, request: Request, status: int, title: str, message: str
+    ) -> HTMLResponse:
         """An error page (4xx) that says what went wrong in one sentence."""
         visitor = await self.visitor(request, notices=False)
         return self.page(

@@ -8,6 +8,7 @@ names by asking for made-up paths.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from starlette.routing import BaseRoute, Match
@@ -15,10 +16,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.demo.shop.settings import SESSION_COOKIE
+from webtier.errors import WebtierError
 from webtier.recorder import AsyncRecorder
 from webtier.web.sessions.adapter import header_values
 from webtier.web.timing.asgi import starlette_route
 from webtier.web.timing.core import UNMATCHED
+
+log = logging.getLogger("webtier.shop")
 
 HITS = "hits:"  # counter names: hits:<route template>, and hits:all
 ITEM_ROUTE = "/item/{item_id}"
@@ -71,7 +75,10 @@ class Observer:
             template = self.route(scope) or UNMATCHED
             self.count(template)
             if template == ITEM_ROUTE and status == 200 and not _has_session(scope):
-                await self.tier.ranking.record_view(scope["path"].rsplit("/", 1)[1])
+                try:
+                    await self.tier.ranking.record_view(scope["path"].rsplit("/", 1)[1])
+                except WebtierError as error:  # a lost view must not fail a served page
+                    log.warning("a view was not counted: %s", error)
 
     def count(self, template: str) -> None:
         if self.recorder is None:  # made on first use: it needs the running loop
@@ -88,6 +95,4 @@ class Observer:
 
 def _has_session(scope: Scope) -> bool:
     cookies = header_values(scope.get("headers", []), b"cookie") or ""
-    return any(
-        crumb.strip().startswith(SESSION_COOKIE + "=") for crumb in cookies.split(";")
-    )
+    return any(crumb.strip().startswith(SESSION_COOKIE + "=") for crumb in cookies.split(";"))

@@ -116,5 +116,7 @@ async def order(request: Request) -> Response:
         or (visitor.user is None and found.order_id in await session_of(request).get(ORDERS, ()))
     )
     if found is None or not mine:
-        return await shop.problem(request, 404, "No such order", "You have no order of this number.")
+        return await shop.problem(
+            request, 404, "No such order", "You have no order of this number."
+        )
     return shop.page(request, "order.html", visitor, order=found)

@@ -39,59 +39,53 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 )
 
 
-def _headers_with(
-    raw: Iterable[tuple[bytes, bytes]], extra: Iterable[tuple[bytes, bytes]]
-) -> list[tuple[bytes, bytes]]:
-    headers = list(raw)
-    present = {name.lower() for name, _ in headers}
-    return headers + [(name, value) for name, value in extra if name not in present]
+Headers = list[tuple[bytes, bytes]]
 
 
-class SecurityHeaders:
-    """Adds the security headers to every response that lacks them."""
+class _HeaderRewriter:
+    """ASGI middleware that rewrites every HTTP response's headers."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+
+    def rewrite(self, scope: Scope, headers: Headers) -> Headers:
+        raise NotImplementedError
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
 
-        async def send_secured(message: Message) -> None:
+        async def rewritten(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = _headers_with(message.get("headers", []), SECURITY_HEADERS)
+                headers = self.rewrite(scope, list(message.get("headers", [])))
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, send_secured)
+        await self.app(scope, receive, rewritten)
 
 
-class HardenedCsrfCookie:
+class SecurityHeaders(_HeaderRewriter):
+    """Adds the security headers to every response that lacks them."""
+
+    def rewrite(self, scope: Scope, headers: Headers) -> Headers:
+        present = {name.lower() for name, _ in headers}
+        return headers + [(name, value) for name, value in SECURITY_HEADERS if name not in present]
+
+
+class HardenedCsrfCookie(_HeaderRewriter):
     """Gives asgi-csrf's cookie webtier's session cookie attributes:
     HttpOnly (the token travels in forms, never read by script) and Secure,
     but over plain http to this machine in local development."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def rewrite(self, scope: Scope, headers: Headers) -> Headers:
         secure = not scope_where(scope).local_development
-
-        async def send_hardened(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = []
-                for name, value in message.get("headers", []):
-                    if name.lower() == b"set-cookie" and value.startswith(CSRF_COOKIE.encode()):
-                        value += b"; HttpOnly" + (b"; Secure" if secure else b"")
-                    headers.append((name, value))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        await self.app(scope, receive, send_hardened)
+        hardened = []
+        for name, value in headers:
+            if name.lower() == b"set-cookie" and value.startswith(CSRF_COOKIE.encode() + b"="):
+                value += b"; HttpOnly" + (b"; Secure" if secure else b"")
+            hardened.append((name, value))
+        return hardened
 
 
 class TokenFill:
@@ -129,7 +123,9 @@ class TokenFill:
                 if CSRF_PLACEHOLDER.encode() in body:
                     body = body.replace(CSRF_PLACEHOLDER.encode(), token().encode())
                 kept = [
-                    (k, v) for k, v in start.get("headers", []) if k not in (b"content-length", b"etag")
+                    (k, v)
+                    for k, v in start.get("headers", [])
+                    if k not in (b"content-length", b"etag")
                 ]
                 headers = [*kept, (b"content-length", str(len(body)).encode())]
                 await send({**start, "headers": headers})

@@ -1,0 +1,243 @@
+"""The demo shop's pages and their rules, over HTTP against the real app
+(uvicorn), a real Redis and a real SQL database (webtier.demo.shop)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+import webtier
+from tests.helpers import set_stock, wait_for
+from tests.shop_helpers import ITEMS, post, serving, stocked, token
+from webtier.config import SessionSettings
+from webtier.demo.shop import catalog
+from webtier.demo.shop.orders import STATS_CONTEXT
+
+pytestmark = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+
+STOCK = re.compile(r'<dd id="stock">(\d+)</dd>')
+
+
+@pytest.fixture
+def shop(redis_url: str, prefix: str, database: sa.Engine) -> Iterator[str]:
+    config = webtier.Config(sessions=SessionSettings(cart_lines=3))
+    with serving(redis_url, prefix, stocked(database), config) as url:
+        yield url
+
+
+def browser(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, timeout=10)
+
+
+def stock_shown(client: httpx.Client, item: int) -> int:
+    page = client.get(f"/item/{item}")
+    assert page.status_code == 200, page.text
+    found = STOCK.search(page.text)
+    assert found, page.text
+    return int(found.group(1))
+
+
+def test_pages_answer_with_security_headers(shop: str) -> None:
+    with browser(shop) as client:
+        for path in ("/", "/item/1", "/cart", "/login", "/flash-sale"):
+            page = client.get(path)
+            assert page.status_code == 200, path
+            assert "<script" not in page.text  # no inline script, no framework
+            policy = page.headers["content-security-policy"]
+            assert "frame-ancestors 'none'" in policy
+            assert "'unsafe-inline'" not in policy
+            assert page.headers["x-content-type-options"] == "nosniff"
+            assert page.headers["referrer-policy"] == "same-origin"
+        assert client.get("/healthz").text == "ok"
+        assert client.get("/static/shop.css").headers["content-type"].startswith("text/css")
+
+
+@pytest.mark.parametrize(
+    "path", ["/item/0", "/item/007", f"/item/{ITEMS + 1}", "/item/abc", "/item/-1", "/item/1e3",
+             "/item/99999999999999999999999", "/item/%F0%9F%99%82", "/nowhere", "/orders/abc"]
+)  # fmt: skip
+def test_unknown_pages_are_404_not_500(shop: str, path: str) -> None:
+    with browser(shop) as client:
+        page = client.get(path)
+    assert page.status_code == 404
+    assert re.search(r"No such|not found", page.text)
+    assert "Traceback" not in page.text
+
+
+def test_a_post_without_the_right_token_is_refused(shop: str) -> None:
+    with browser(shop) as client:
+        assert client.post("/cart", data={"item": "1", "count": "1"}).status_code == 403
+        client.get("/item/1")  # now with the CSRF cookie
+        refused = client.post("/cart", data={"item": "1", "count": "1", "csrftoken": "forged"})
+        assert refused.status_code == 403
+        for action in ("/login", "/logout", "/checkout", "/account/logout-everywhere"):
+            assert client.post(action, data={"username": "mallory"}).status_code == 403
+        assert client.get("/cart").text.count('name="item"') == 0  # nothing was added
+
+
+def test_the_cart_adds_changes_removes_and_says_so(shop: str) -> None:
+    with browser(shop) as client:
+        added = post(client, "/item/5", "/cart", item="5", count="2")
+        assert added.status_code == 303
+        assert added.headers["location"] == "/cart"
+        cart = client.get("/cart")
+        assert "Item 5: 2 in your cart." in cart.text
+        post(client, "/cart", "/cart", item="5", count="4")
+        assert 'value="4"' in client.get("/cart").text
+        post(client, "/cart", "/cart", item="5", count="0")
+        emptied = client.get("/cart")
+        assert "Item 5 removed." in emptied.text
+        assert "Your cart is empty" in emptied.text
+
+
+@pytest.mark.parametrize(
+    ("item", "count", "says"),
+    [
+        ("5", "1001", "at most 1000 of one item"),
+        ("5", "-1", "whole number"),
+        ("5", "two", "whole number"),
+        ("0", "1", "No item"),
+        ("abc", "1", "No item"),
+        (str(ITEMS + 1), "1", "No item"),
+    ],
+)
+def test_bad_cart_changes_are_400_with_a_clear_message(
+    shop: str, item: str, count: str, says: str
+) -> None:
+    with browser(shop) as client:
+        refused = post(client, "/item/1", "/cart", item=item, count=count)
+    assert refused.status_code == 400
+    assert says in refused.text
+
+
+def test_the_cart_line_limit_is_enforced(shop: str) -> None:
+    with browser(shop) as client:
+        for item in (1, 2, 3):
+            assert post(client, "/login", "/cart", item=str(item), count="1").status_code == 303
+        refused = post(client, "/cart", "/cart", item="4", count="1")
+        assert refused.status_code == 400
+        assert "A cart holds 3 items" in refused.text
+
+
+def test_login_merges_the_cart_and_kills_the_old_cookie(shop: str) -> None:
+    with browser(shop) as earlier:  # alice's cart from another visit
+        post(earlier, "/login", "/login", username="alice")
+        post(earlier, "/item/7", "/cart", item="7", count="1")
+    with browser(shop) as client:
+        post(client, "/item/7", "/cart", item="7", count="2")
+        anonymous = client.cookies["webtier_session"]
+        logged_in = post(client, "/login", "/login", username="alice")
+        assert logged_in.status_code == 303
+        assert logged_in.headers["location"] == "/"
+        home = client.get("/")
+        assert "Your cart was merged" in home.text
+        assert "item 7: 1 \u2192 3" in home.text
+        assert client.cookies["webtier_session"] != anonymous
+        assert 'value="3"' in client.get("/cart").text
+    with browser(shop) as replay:  # the old cookie is dead
+        replay.cookies.set("webtier_session", anonymous)
+        assert "Your cart is empty" in replay.get("/cart").text
+        assert replay.get("/account").headers.get("location") == "/login"
+
+
+def test_checkout_writes_the_order_and_the_item_page_shows_the_new_stock(
+    shop: str, database: sa.Engine, redis_url: str, prefix: str
+) -> None:
+    with browser(shop) as anonymous, browser(shop) as client:
+        before = stock_shown(anonymous, 9)
+        wait_for(lambda: anonymous.get("/item/9").headers.get("x-cache") == "HIT", "a HIT")
+        post(client, "/item/9", "/cart", item="9", count="2")
+        done = post(client, "/cart", "/checkout")
+        assert done.status_code == 303
+        assert re.fullmatch(r"/orders/\d+", done.headers["location"])
+        order = client.get(done.headers["location"])
+        assert order.status_code == 200
+        assert "Thank you" in order.text
+        assert "Your cart is empty" in client.get("/cart").text
+        assert stock_shown(client, 9) == before - 2
+        # The cached page did not outlive the change.
+        assert stock_shown(anonymous, 9) == before - 2
+    assert catalog.count_orders(database) == 1
+    with webtier.open(redis_url, config=webtier.Config(prefix=prefix)) as tier:
+        size = tier.stats.get(STATS_CONTEXT, "BasketSize")
+        value = tier.stats.get(STATS_CONTEXT, "BasketValue")
+    assert (size.count, size.sum) == (1, 2)
+    assert value.count == 1
+    assert value.sum > 0
+
+
+def test_checkout_refuses_an_empty_cart_and_missing_stock(shop: str, database: sa.Engine) -> None:
+    with browser(shop) as client:
+        empty = post(client, "/login", "/checkout")  # a page with a form: the token
+        assert empty.status_code == 400
+        assert "nothing to check out" in empty.text
+        set_stock(database, 11, 1)
+        post(client, "/item/12", "/cart", item="12", count="1")
+        post(client, "/item/11", "/cart", item="11", count="2")
+        refused = post(client, "/cart", "/checkout")
+        assert refused.status_code == 409
+        assert "Item 11 has fewer than 2" in refused.text
+    assert catalog.count_orders(database) == 0
+    assert catalog.item(database, 11)["stock"] == 1  # type: ignore[index]
+
+
+def test_an_order_is_seen_by_its_owner_only(shop: str) -> None:
+    with browser(shop) as owner:
+        post(owner, "/item/13", "/cart", item="13", count="1")
+        where = post(owner, "/cart", "/checkout").headers["location"]
+        assert owner.get(where).status_code == 200
+    with browser(shop) as stranger:
+        assert stranger.get(where).status_code == 404
+        post(stranger, "/login", "/login", username="mallory")
+        assert stranger.get(where).status_code == 404
+    with browser(shop) as user:  # a user's order, from any of the user's sessions
+        post(user, "/login", "/login", username="carol")
+        post(user, "/item/14", "/cart", item="14", count="1")
+        mine = post(user, "/cart", "/checkout").headers["location"]
+    with browser(shop) as elsewhere:
+        post(elsewhere, "/login", "/login", username="carol")
+        assert elsewhere.get(mine).status_code == 200
+
+
+def test_the_page_cache_serves_anonymous_visitors_only(shop: str) -> None:
+    with browser(shop) as anonymous:
+        first = anonymous.get("/item/15")
+        assert first.headers["x-cache"] == "MISS"
+        # Popular once its view is counted (the ranking's top 10,000).
+        wait_for(lambda: anonymous.get("/item/15").headers["x-cache"] == "HIT", "a HIT")
+        with browser(shop) as second:
+            other = second.get("/item/15")
+        assert other.headers["x-cache"] == "HIT"
+        assert token(other) != token(first)  # each visitor's own token in the cached page
+    with browser(shop) as user:
+        post(user, "/login", "/login", username="dave")
+        for _ in range(3):
+            assert user.get("/item/15").headers.get("x-cache") != "HIT"
+
+
+def test_the_account_lists_sessions_and_logs_out_everywhere(shop: str) -> None:
+    with browser(shop) as phone, browser(shop) as laptop:
+        _log_out_everywhere(phone, laptop)
+
+
+def _log_out_everywhere(phone: httpx.Client, laptop: httpx.Client) -> None:
+    post(phone, "/login", "/login", username="erin")
+    post(laptop, "/login", "/login", username="erin")
+    account = laptop.get("/account")
+    assert account.status_code == 200
+    assert account.text.count("<code>") == 2
+    assert post(laptop, "/account", "/account/logout-everywhere").status_code == 303
+    assert phone.get("/account").headers.get("location") == "/login"
+    assert laptop.get("/account").headers.get("location") == "/login"
+
+
+def test_logout_ends_the_session(shop: str) -> None:
+    with browser(shop) as client:
+        post(client, "/login", "/login", username="frank")
+        assert "frank" in client.get("/").text
+        assert post(client, "/", "/logout").status_code == 303
+        assert "Log in" in client.get("/").text

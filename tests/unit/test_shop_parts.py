@@ -1,0 +1,102 @@
+"""The demo shop's parts that need no Redis: its settings, its page rules,
+the login's merge report, and the catalog on an in-memory SQLite."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+import webtier
+from webtier.demo import shopdb
+from webtier.demo.shop import ShopSettings, catalog
+from webtier.demo.shop.accounts import merge_report
+from webtier.demo.shop.app import PAGE_RULES
+from webtier.errors import ConfigError, InvalidInput, OutOfStock
+from webtier.pagerules import PageRequest
+from webtier.types import CartChange, LoginResult
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"items": 0},
+        {"items": True},
+        {"run_jobs": 1},
+        {"session_cap": 0},
+        {"flash_refresh": 0},
+        {"view_flush": float("nan")},
+        {"secret": b"short"},
+        {"secret": "a text of more than thirty-two characters"},
+        {"most_viewed": 0},
+    ],
+)
+def test_settings_refuse_bad_values(bad: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        ShopSettings(**bad)  # type: ignore[arg-type]
+
+
+def test_an_item_path_is_the_books_item_page() -> None:
+    config = webtier.Config()
+    plan = PAGE_RULES.plan(config, PageRequest("GET", "/item/42", host="shop"))
+    assert plan is not None
+    assert plan.item == "42"
+    assert plan.admission is not None  # the top-10,000 rule
+    other = PAGE_RULES.plan(config, PageRequest("GET", "/item/43", host="shop"))
+    assert other is not None
+    assert other.digest != plan.digest
+    for path in ("/", "/cart", "/flash-sale", "/item/42/more"):
+        assert PAGE_RULES.plan(config, PageRequest("GET", path, host="shop")) is None
+    assert PAGE_RULES.plan(config, PageRequest("POST", "/item/42", host="shop")) is None
+    with_query = PageRequest("GET", "/item/42", "x=1", host="shop")
+    assert PAGE_RULES.plan(config, with_query) is None
+
+
+def test_the_merge_report_says_what_the_login_did() -> None:
+    assert merge_report("ann", None) == "Welcome, ann."
+    assert merge_report("ann", LoginResult("t", ())) == "Welcome, ann."
+    came = LoginResult("t", (CartChange("7", 0, 2),))
+    assert merge_report("ann", came) == "Welcome, ann. Your cart came with you."
+    merged = LoginResult("t", (CartChange("10", 1, 4), CartChange("7", 0, 2)))
+    assert merge_report("ann", merged) == (
+        "Welcome, ann. Your cart was merged into your account's: "
+        "item 7: 0 \u2192 2, item 10: 1 \u2192 4."
+    )
+
+
+@pytest.fixture
+def engine() -> sa.Engine:
+    made = sa.create_engine("sqlite://")
+    shopdb.create(made, 20)
+    with made.begin() as conn:
+        conn.execute(shopdb.inventory.update().values(stock=5))
+    return made
+
+
+def test_an_order_takes_the_stock_and_keeps_its_lines(engine: sa.Engine) -> None:
+    placed = catalog.place_order(engine, {3: 2, 1: 1}, username="ann")
+    assert placed.items == 3
+    assert [line.item_id for line in placed.lines] == [1, 3]
+    assert placed.total == sum(line.price * line.count for line in placed.lines)
+    assert catalog.item(engine, 3)["stock"] == 3  # type: ignore[index]
+    assert catalog.order(engine, placed.order_id) == placed
+    assert catalog.order(engine, placed.order_id + 1) is None
+    assert catalog.count_orders(engine) == 1
+    assert set(catalog.items(engine, [1, 3, 99])) == {1, 3}
+
+
+@pytest.mark.parametrize("lines", [{1: 1, 2: 6}, {1: 1, 99: 1}])
+def test_an_order_short_of_stock_writes_nothing(engine: sa.Engine, lines: dict[int, int]) -> None:
+    with pytest.raises(OutOfStock) as caught:
+        catalog.place_order(engine, lines)
+    short = max(lines)
+    assert caught.value.item_id == short
+    assert str(caught.value) == (
+        f"item {short}: fewer than {lines[short]} in stock; no order was placed"
+    )
+    assert catalog.item(engine, 1)["stock"] == 5  # type: ignore[index]
+    assert catalog.count_orders(engine) == 0
+
+
+def test_an_empty_order_is_refused(engine: sa.Engine) -> None:
+    with pytest.raises(InvalidInput):
+        catalog.place_order(engine, {1: 0})
