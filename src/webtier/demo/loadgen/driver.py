@@ -25,6 +25,7 @@ from webtier._core.extras import extra_needed
 from webtier.demo.loadgen.browser import absorb_cookies, cookie_header, form_token
 from webtier.demo.loadgen.model import Returning, Step, Traffic, Visitor, Zipf
 from webtier.demo.loadgen.report import LoadReport, Recorder, route_of
+from webtier.errors import InvalidInput
 
 with extra_needed("shop", "the load generator"):
     import httpx
@@ -169,8 +170,10 @@ async def drive(
     ``grace``: seconds left to visitors to finish at the stop. Does not
     check where ``base_url`` points: see :func:`check_target`.
     """
-    if not rate > 0 or concurrency < 1:
-        raise ValueError("rate must be > 0 and concurrency >= 1")
+    if not rate > 0 or rate == float("inf"):
+        raise InvalidInput("rate", "must be a finite number of visitors a second > 0", rate)
+    if concurrency < 1:
+        raise InvalidInput("concurrency", "must be >= 1", concurrency)
     traffic = dataclasses.replace(
         traffic or Traffic(), users=users, items=items or (traffic or Traffic()).items
     )
