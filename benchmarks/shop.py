@@ -123,6 +123,7 @@ def _turn(h: Harness, stack: Stack, seconds: float, seed: int, items: int) -> No
         _figures(stack.base, RESET)
         h.server.reset_stats()
         visitors = VISITORS_PER_PROCESS * max(h.settings.processes)
+        client_cpu = time.process_time()
         report = asyncio.run(
             drive(
                 stack.base,
@@ -134,7 +135,9 @@ def _turn(h: Harness, stack: Stack, seconds: float, seed: int, items: int) -> No
                 concurrency=visitors,
             )
         )
+        client_cpu = time.process_time() - client_cpu
         figures = _figures(stack.base, FIGURES)
+        figures["client_cpu_seconds"] = client_cpu
         stack.redis_cpu.append(h.server.usage().cpu_seconds)
         stack.reports.append(report)
         # The load over, a cached page's own time, without the queue of a
@@ -217,11 +220,27 @@ def _rows(h: Harness, stacks: dict[str, Stack]) -> list[Row]:
     clients = VISITORS_PER_PROCESS * max(h.settings.processes)
     latency = "; ".join(f"{NAMES[s.name]} {_latency(s, ITEM_ROUTE)}" for s in stacks.values())
     overall = {name: rate(stack) for name, stack in stacks.items()}
+    # What one worker can serve at most: it is one event loop, so one CPU
+    # second per second, divided by its CPU per request.
+    capacity = {
+        name: _measure(h, stack, "capacity (1 / app CPU per request)", "req/s",
+                       tuple(1 / x for x in _per_request(stack, "cpu_seconds") if x))
+        for name, stack in stacks.items()
+    }  # fmt: skip
+    client = _per_request(ours, "client_cpu_seconds", 1e6)
+    bound = ""
+    if client:
+        bound = f"the load generator spent {statistics.median(client):,.0f} µs of CPU a request"
     rows = [
         Row("shop mix, requests/s: webtier vs the book", "req/s", clients, overall["webtier"],
             overall["book"], goals=(Goal(1.5),), note="item pages: " + latency),
         Row("shop mix, requests/s: webtier vs SQL only", "req/s", clients, overall["webtier"],
-            overall["sql"], goals=(Goal(3),)),
+            overall["sql"], goals=(Goal(3),), note=bound),
+        Row("shop mix, one worker's capacity: webtier vs the book", "req/s", clients,
+            capacity["webtier"], capacity["book"], goals=(Goal(1.5),),
+            note="1 / the app process's CPU per request: the most its one event loop serves"),
+        Row("shop mix, one worker's capacity: webtier vs SQL only", "req/s", clients,
+            capacity["webtier"], capacity["sql"], goals=(Goal(3),)),
     ]  # fmt: skip
     for route in ROUTES:
         per_route = {name: rate(stack, route) for name, stack in stacks.items()}

@@ -17,6 +17,8 @@ pytestmark = [pytest.mark.needs_redis, pytest.mark.slow]
 ROWS = [
     "shop mix, requests/s: webtier vs the book",
     "shop mix, requests/s: webtier vs SQL only",
+    "shop mix, one worker's capacity: webtier vs the book",
+    "shop mix, one worker's capacity: webtier vs SQL only",
     *(
         f"{route}, requests/s: webtier vs the book (SQL only in the note)"
         for route in (
