@@ -268,3 +268,16 @@ def capacity_command(check: bool, **options: Any) -> None:
     from benchmarks import capacity
 
     run_bench(capacity.TITLE, functools.partial(capacity.run, check=check), **options)
+
+
+# -- the shop, end to end ----------------------------------------------------------------------
+
+
+@bench.command("shop")
+@bench_options
+def shop_command(**options: Any) -> None:
+    """The demo shop under webtier loadgen's traffic: webtier vs the book's
+    listings vs SQL alone, each behind one uvicorn worker, interleaved."""
+    from benchmarks import shop
+
+    run_bench(shop.TITLE, shop.run, **options)

@@ -114,12 +114,26 @@ def test_a_bad_prefix_is_a_usage_error(url: str, prefix: str) -> None:
         (["size"], "--peak-factor", "0.5"),
         (["size"], "--sessions", "-1"),
         (["size"], "--hits-per-day", "nan"),
+        (["loadgen", "http://127.0.0.1:1"], "--rate", "0"),
+        (["loadgen", "http://127.0.0.1:1"], "--users", "0"),
+        (["loadgen", "http://127.0.0.1:1", "--rate", "1"], "--duration", "nan"),
     ],
 )
 def test_numbers_out_of_range_are_usage_errors(
     url: str, command: list[str], option: str, value: str
 ) -> None:
     assert_usage_error(run("--url", url, *command, option, value), option)
+
+
+@pytest.mark.parametrize("target", ["http://192.0.2.7:8000", "http://10.1.2.3/"])
+def test_loadgen_refuses_a_remote_target(target: str) -> None:
+    message = assert_one_error_line(run("loadgen", target, "--duration", "1"), code=2)
+    assert message.endswith("unless given --allow-remote")
+
+
+def test_loadgen_refuses_what_is_not_an_http_url() -> None:
+    message = assert_one_error_line(run("loadgen", "127.0.0.1:8000", "--duration", "1"), code=2)
+    assert message == "not an http:// or https:// URL: '127.0.0.1:8000'"
 
 
 def test_a_missing_table_is_named(url: str, tmp_path: Path) -> None:

@@ -12,9 +12,11 @@ from pathlib import Path
 import click
 import jsonschema
 import pytest
+import sqlalchemy as sa
 
 import webtier
 from tests.helpers import wait_for, webtier_cli
+from tests.shop_helpers import serving, stocked
 from webtier.cli import main
 from webtier.cli.output import schema
 from webtier.workers import Worker
@@ -91,9 +93,14 @@ READS = {
 }
 
 
+# Commands with --json that drive something rather than read Redis: each has
+# a test of its own below.
+DRIVES = {"loadgen"}
+
+
 @pytest.mark.usefixtures("steady_hour")
 def test_each_document_is_valid_against_its_schema(shop: tuple[str, ...]) -> None:
-    assert set(READS) == shipped_schemas()
+    assert set(READS) | DRIVES == shipped_schemas()
     for name, command in READS.items():
         ran = webtier_cli(*shop, *command, "--json")
         assert ran.code == 0, (name, ran)
@@ -147,3 +154,19 @@ def test_metrics_prints_the_exposition(shop: tuple[str, ...]) -> None:
     ran = webtier_cli(*shop, "metrics", "--openmetrics")
     assert ran.stdout.endswith("# EOF\n")
     assert "webtier_access_time_seconds" in {family.name for family in om(ran.stdout)}
+
+
+def test_loadgen_prints_one_document(redis_url: str, prefix: str, tmp_path: Path) -> None:
+    engine = stocked(sa.create_engine(f"sqlite:///{tmp_path}/shop.db"))
+    with serving(redis_url, prefix, engine) as shop:
+        ran = webtier_cli(
+            "loadgen", shop, "--rate", "20", "--duration", "2", "--items", "300", "--seed", "1",
+            "--json",
+        )  # fmt: skip
+    assert ran.code == 0, ran
+    document = json.loads(ran.stdout)
+    jsonschema.validate(document, schema("loadgen"))
+    assert document["requests"] > 0
+    assert document["statuses"]["5xx"] == 0
+    routes = {route["route"] for route in document["routes"]}
+    assert {"GET /", "GET /item/{item_id}"} <= routes

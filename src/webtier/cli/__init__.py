@@ -24,6 +24,7 @@ from webtier.cli import (
     counters,
     dashboard,
     demo,
+    loadgen,
     ranking,
     rows,
     server,
@@ -68,4 +69,5 @@ for command in (
     main.add_command(offer_global_options(command, main))
 main.add_command(LazyCommand("bench", bench.bench, bench.SHORT_HELP))
 main.add_command(offer_global_options(settings, main))
+main.add_command(loadgen.loadgen)  # talks HTTP to a shop, not to Redis
 main.add_command(completion.completion)

@@ -1,0 +1,208 @@
+"""One stack of the shop bench, in processes of its own: the app served by
+uvicorn (one worker, as the bench runs every stack) and its background
+jobs (webtier's worker, or the book's daemons) beside it.
+
+The app process counts what the bench reports, where it happens:
+
+* SQL statements: a SQLAlchemy ``before_cursor_execute`` event on the engine;
+* Redis round trips: every ``send_packed_command`` of redis-py's sync and
+  asyncio connections (one per command or pipeline sent: what a client
+  waits for; ``INFO`` would count commands, several per round trip);
+* its own CPU time (``time.process_time``);
+* per request, in an ASGI wrapper around everything: the time a cached
+  item page (``X-Cache: HIT``) spends in the app, and whether an item view
+  of a visitor without a session ran any SQL.
+
+The bench reads and zeroes these at ``/_bench/figures`` and ``/_bench/reset``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio.connection
+import redis.connection
+import sqlalchemy as sa
+
+from webtier.histogram import Histogram, bucket_of, sub_buckets_for
+
+FIGURES, RESET = "/_bench/figures", "/_bench/reset"
+TOP_ITEMS = 10_000  # "the top 10,000 items": the book's page cache admission
+SESSION_COOKIES = {"webtier": "webtier_session", "book": "token", "sql": "session"}
+SUB_BUCKETS = sub_buckets_for(0.01)
+
+
+@dataclass
+class _Request:
+    sql: int = 0
+
+
+@dataclass
+class Counts:
+    """What the app process did since the last reset."""
+
+    sql: int = 0
+    round_trips: int = 0
+    cpu_at_reset: float = field(default_factory=time.process_time)
+    hit_buckets: dict[str, int] = field(default_factory=dict)  # seconds of cached item pages
+    top_views: int = 0  # item views of the top items by visitors without a session
+    top_views_without_sql: int = 0
+
+    def figures(self) -> dict[str, Any]:
+        hits = Histogram(SUB_BUCKETS, dict(self.hit_buckets))
+        return {
+            "sql": self.sql,
+            "round_trips": self.round_trips,
+            "cpu_seconds": time.process_time() - self.cpu_at_reset,
+            "hits": hits.count,
+            "hit_p99_seconds": hits.percentile(99),
+            "top_views": self.top_views,
+            "top_views_without_sql": self.top_views_without_sql,
+        }
+
+
+COUNTS = Counts()
+_REQUEST: contextvars.ContextVar[_Request | None] = contextvars.ContextVar("bench", default=None)
+
+
+def count_sql(engine: sa.Engine) -> None:
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def counted(*args: Any) -> None:
+        COUNTS.sql += 1
+        request = _REQUEST.get()  # copied into SQL threads with the context
+        if request is not None:
+            request.sql += 1
+
+
+def count_round_trips() -> None:
+    """Count each send of redis-py's connections (this process only)."""
+    sync_send: Any = redis.connection.AbstractConnection.send_packed_command
+    async_send: Any = redis.asyncio.connection.AbstractConnection.send_packed_command
+
+    def sent(self: Any, *args: Any, **kwargs: Any) -> Any:
+        COUNTS.round_trips += 1
+        return sync_send(self, *args, **kwargs)
+
+    async def sent_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+        COUNTS.round_trips += 1
+        return await async_send(self, *args, **kwargs)
+
+    redis.connection.AbstractConnection.send_packed_command = sent  # type: ignore[method-assign]
+    redis.asyncio.connection.AbstractConnection.send_packed_command = sent_async  # type: ignore[method-assign]
+
+
+class Measured:
+    """The stack's app, with the bench's figures answered beside it."""
+
+    def __init__(self, app: Any, session_cookie: str, items: int) -> None:
+        self.app, self.session_cookie = app, session_cookie.encode()
+        self.top = min(TOP_ITEMS, items)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        global COUNTS
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path in (FIGURES, RESET):
+            if path == RESET:
+                COUNTS = Counts()
+            body = json.dumps(COUNTS.figures()).encode()
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if scope["type"] != "http" or not path.startswith("/item/"):
+            await self.app(scope, receive, send)
+            return
+        request = _Request()
+        token = _REQUEST.set(request)
+        cache = b""
+        began = time.perf_counter()
+
+        async def watched(message: Any) -> None:
+            nonlocal cache
+            if message["type"] == "http.response.start":
+                cache = dict(message.get("headers", [])).get(b"x-cache", b"")
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        finally:
+            _REQUEST.reset(token)
+        elapsed = time.perf_counter() - began
+        counts = COUNTS
+        if cache == b"HIT":
+            bucket = bucket_of(elapsed, SUB_BUCKETS)
+            counts.hit_buckets[bucket] = counts.hit_buckets.get(bucket, 0) + 1
+        item = path.removeprefix("/item/")
+        if item.isdigit() and int(item) <= self.top and not self._has_session(scope):
+            counts.top_views += 1
+            counts.top_views_without_sql += request.sql == 0
+
+    def _has_session(self, scope: Any) -> bool:
+        cookies = b";".join(value for name, value in scope["headers"] if name == b"cookie")
+        return any(c.strip().startswith(self.session_cookie + b"=") for c in cookies.split(b";"))
+
+
+def _engine(database: str) -> sa.Engine:
+    return sa.create_engine(database, pool_size=20, max_overflow=0)
+
+
+def serve(stack: str, redis_url: str, database: str, items: int, port: int) -> None:
+    """Run one stack's app until killed (the target of its server process)."""
+    import uvicorn
+
+    engine = _engine(database)
+    count_sql(engine)
+    count_round_trips()
+    if stack == "webtier":
+        from webtier.aio import WebTier as AsyncWebTier
+        from webtier.config import Config
+        from webtier.connect import connect_async
+        from webtier.demo.shop import ShopSettings, create_app
+
+        tier = AsyncWebTier(connect_async(redis_url), Config(prefix="shop"))
+        settings = ShopSettings(items=items, run_jobs=False, secret=b"s" * 32)
+        app: Any = create_app(tier, engine, settings=settings)
+    else:
+        from benchmarks._shop_sql import sql_app
+        from benchmarks._shop_stacks import book_app
+
+        app = book_app(redis_url, engine, items) if stack == "book" else sql_app(engine, items)
+    uvicorn.run(
+        Measured(app, SESSION_COOKIES[stack], items),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+    )
+
+
+def jobs(stack: str, redis_url: str, database: str, items: int) -> None:
+    """Run one stack's background jobs until killed."""
+    engine = _engine(database)
+    if stack == "book":
+        from benchmarks._shop_stacks import book_daemon
+
+        book_daemon(redis_url, engine, items, threading.Event())
+    elif stack == "webtier":
+        asyncio.run(_webtier_jobs(redis_url, engine, items))
+
+
+async def _webtier_jobs(redis_url: str, engine: sa.Engine, items: int) -> None:
+    from webtier.aio import WebTier as AsyncWebTier
+    from webtier.config import Config
+    from webtier.connect import connect_async
+    from webtier.demo import shopdb
+    from webtier.demo.shop import ShopSettings
+    from webtier.demo.shop.jobs import maintenance
+
+    tier = AsyncWebTier(connect_async(redis_url), Config(prefix="shop"))
+    settings = ShopSettings(items=items, secret=b"s" * 32)
+    async with maintenance(tier, shopdb.inventory_source(engine), settings):
+        await asyncio.Event().wait()  # until the process is killed

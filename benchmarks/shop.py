@@ -1,0 +1,320 @@
+"""The end-to-end benchmark: the demo shop under the load generator's
+traffic, three ways, in one run.
+
+1. webtier: :func:`webtier.demo.shop.create_app` (its middleware and API);
+2. the book: the same pages on the book's listings (:mod:`benchmarks._shop_stacks`);
+3. SQL alone: the same pages, no Redis.
+
+Each stack is a uvicorn server of one worker in a process of its own, its
+background jobs in another (webtier's worker; the book's ``cache_rows``,
+session cleaner and rescale daemons); all read one SQLite inventory of
+100,000 items (times ``--scale``). The stacks take turns, ``--repeat``
+rounds of ``--seconds`` each, after a warm-up turn each: the stacks not
+measured are paused (SIGSTOP), so the Redis server's and the machine's
+CPU go to the one measured. The load is :func:`webtier.demo.loadgen.drive`
+from this process, as many visitors at once as ``--processes``' largest
+count times 8, arriving as fast as they leave (a closed loop: the figure
+is the most the stack serves). Figures are medians over the rounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import signal
+import socket
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+
+from benchmarks._harness import Harness
+from benchmarks._results import Goal, Measurement, Row
+from benchmarks._shop_server import FIGURES, RESET, jobs, serve
+from webtier.demo import shopdb
+from webtier.demo.loadgen import LoadReport, drive
+from webtier.testing import free_port
+
+TITLE = "webtier bench shop"
+ITEMS = 100_000
+STACKS = ("webtier", "book", "sql")
+NAMES = {"webtier": "webtier", "book": "book's listings", "sql": "SQL only"}
+VISITORS_PER_PROCESS = 8
+USERS = 1_000
+ITEM_ROUTE = "GET /item/{item_id}"
+IDLE_HITS = 200
+# The routes with a row of their own (every route is in the JSON's reports).
+ROUTES = ("GET /", ITEM_ROUTE, "GET /cart", "POST /cart", "POST /login", "POST /checkout")
+
+
+@dataclass
+class Stack:
+    name: str
+    base: str
+    processes: list[multiprocessing.process.BaseProcess]
+    reports: list[LoadReport] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)
+    redis_cpu: list[float] = field(default_factory=list)
+
+    def signal(self, signum: int) -> None:
+        for process in self.processes:
+            if process.pid is not None and process.is_alive():
+                os.kill(process.pid, signum)
+
+
+def _wait_for_port(port: int, process: multiprocessing.process.BaseProcess) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        if time.monotonic() > deadline or not process.is_alive():
+            raise RuntimeError("a shop bench server did not start")
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def running(name: str, redis_url: str, database: str, items: int) -> Iterator[Stack]:
+    """One stack's server and jobs processes, paused, until the block ends."""
+    spawn = multiprocessing.get_context("spawn")
+    port = free_port()
+    server = spawn.Process(target=serve, args=(name, redis_url, database, items, port), daemon=True)
+    helper = spawn.Process(target=jobs, args=(name, redis_url, database, items), daemon=True)
+    stack = Stack(name, f"http://127.0.0.1:{port}", [server, helper])
+    try:
+        for process in stack.processes:
+            process.start()
+        _wait_for_port(port, server)
+        stack.signal(signal.SIGSTOP)
+        yield stack
+    finally:
+        stack.signal(signal.SIGCONT)
+        for process in stack.processes:
+            process.terminate()
+        for process in stack.processes:
+            process.join(10)
+            if process.is_alive():
+                process.kill()
+
+
+def _figures(base: str, path: str) -> dict[str, Any]:
+    figures: dict[str, Any] = httpx.get(base + path, timeout=30).json()
+    return figures
+
+
+def _hits(base: str) -> None:
+    """Sequential anonymous requests for the most popular item's page (cached
+    after the load: it is the most viewed)."""
+    with httpx.Client(base_url=base, timeout=30) as http:
+        for _ in range(IDLE_HITS):
+            http.get("/item/1")
+
+
+def _turn(h: Harness, stack: Stack, seconds: float, seed: int, items: int) -> None:
+    """One measured turn of ``stack``: resumed, loaded, read, paused."""
+    stack.signal(signal.SIGCONT)
+    try:
+        _figures(stack.base, RESET)
+        h.server.reset_stats()
+        visitors = VISITORS_PER_PROCESS * max(h.settings.processes)
+        client_cpu = time.process_time()
+        report = asyncio.run(
+            drive(
+                stack.base,
+                rate=1e6,  # arrivals wait for a free slot: a closed loop of `visitors`
+                duration=seconds,
+                users=USERS,
+                items=items,
+                seed=seed,
+                concurrency=visitors,
+            )
+        )
+        client_cpu = time.process_time() - client_cpu
+        figures = _figures(stack.base, FIGURES)
+        figures["client_cpu_seconds"] = client_cpu
+        stack.redis_cpu.append(h.server.usage().cpu_seconds)
+        stack.reports.append(report)
+        # The load over, a cached page's own time, without the queue of a
+        # busy event loop in front of it: sequential hits, timed in the app.
+        _figures(stack.base, RESET)
+        _hits(stack.base)
+        figures["idle_hit_p99_seconds"] = _figures(stack.base, FIGURES)["hit_p99_seconds"]
+        stack.figures.append(figures)
+    finally:
+        stack.signal(signal.SIGSTOP)
+
+
+def run(h: Harness) -> list[Row]:
+    items = h.settings.size(ITEMS)
+    h.server.flush()
+    with tempfile.TemporaryDirectory(prefix="webtier-bench-shop-") as folder:
+        database = f"sqlite:///{folder}/shop.db"
+        h.say(f"making the shop's database: {items:,} items")
+        engine = sa.create_engine(database)
+        shopdb.create(engine, items)
+        engine.dispose()
+        urls = {"webtier": h.server.url, "book": h.server.book_url, "sql": h.server.url}
+        with contextlib.ExitStack() as started:
+            stacks = [started.enter_context(running(n, urls[n], database, items)) for n in STACKS]
+            h.ticker.begin("shop: " + ", ".join(NAMES[s.name] for s in stacks), h.settings.repeat)
+            for stack in stacks:
+                h.say(f"{NAMES[stack.name]}: warming up")
+                _turn(h, stack, h.settings.seconds, 0, items)
+                stack.reports.clear()
+                stack.figures.clear()
+                stack.redis_cpu.clear()
+            for round_number in range(h.settings.repeat):
+                for stack in stacks:
+                    h.say(f"{NAMES[stack.name]}, run {round_number + 1}/{h.settings.repeat}")
+                    _turn(h, stack, h.settings.seconds, round_number + 1, items)
+                h.ticker.tick()
+    return _rows(h, {stack.name: stack for stack in stacks})
+
+
+# -- figures ----------------------------------------------------------------------------------
+
+
+def _per_request(stack: Stack, key: str, scale: float = 1.0) -> tuple[float, ...]:
+    return tuple(
+        figures[key] * scale / report.requests
+        for figures, report in zip(stack.figures, stack.reports, strict=True)
+        if report.requests
+    )
+
+
+def _measure(
+    h: Harness, stack: Stack, what: str, unit: str, values: tuple[float, ...]
+) -> Measurement:
+    clients = VISITORS_PER_PROCESS * max(h.settings.processes)
+    measurement = Measurement(f"{NAMES[stack.name]}: {what}", clients, unit, values)
+    h.measurements.append(measurement)
+    return measurement
+
+
+def _latency(stack: Stack, route: str | None = None) -> str:
+    def median_ms(percentile: str) -> str:
+        found = []
+        for report in stack.reports:
+            figures = [r for r in report.routes if route is None or r.route == route]
+            values = [getattr(r, percentile) for r in figures if getattr(r, percentile)]
+            if values:
+                found.append(max(values) if route is None else values[0])
+        return f"{statistics.median(found) * 1000:.1f}" if found else "n/a"
+
+    return f"p50 {median_ms('p50')} ms, p99 {median_ms('p99')} ms"
+
+
+def _rows(h: Harness, stacks: dict[str, Stack]) -> list[Row]:
+    ours = stacks["webtier"]
+
+    def rate(stack: Stack, route: str | None = None) -> Measurement:
+        values = tuple(_requests(r, route) / r.seconds for r in stack.reports)
+        return _measure(h, stack, f"{route or 'all requests'}", "req/s", values)
+
+    clients = VISITORS_PER_PROCESS * max(h.settings.processes)
+    latency = "; ".join(f"{NAMES[s.name]} {_latency(s, ITEM_ROUTE)}" for s in stacks.values())
+    overall = {name: rate(stack) for name, stack in stacks.items()}
+    # What one worker can serve at most: it is one event loop, so one CPU
+    # second per second, divided by its CPU per request.
+    capacity = {
+        name: _measure(h, stack, "capacity (1 / app CPU per request)", "req/s",
+                       tuple(1 / x for x in _per_request(stack, "cpu_seconds") if x))
+        for name, stack in stacks.items()
+    }  # fmt: skip
+    client = _per_request(ours, "client_cpu_seconds", 1e6)
+    bound = ""
+    if client:
+        bound = f"the load generator spent {statistics.median(client):,.0f} µs of CPU a request"
+    rows = [
+        Row("shop mix, requests/s: webtier vs the book", "req/s", clients, overall["webtier"],
+            overall["book"], goals=(Goal(1.5),), note="item pages: " + latency),
+        Row("shop mix, requests/s: webtier vs SQL only", "req/s", clients, overall["webtier"],
+            overall["sql"], goals=(Goal(3),), note=bound),
+        Row("shop mix, one worker's capacity: webtier vs the book", "req/s", clients,
+            capacity["webtier"], capacity["book"], goals=(Goal(1.5),),
+            note="1 / the app process's CPU per request: the most its one event loop serves"),
+        Row("shop mix, one worker's capacity: webtier vs SQL only", "req/s", clients,
+            capacity["webtier"], capacity["sql"], goals=(Goal(3),)),
+    ]  # fmt: skip
+    for route in ROUTES:
+        per_route = {name: rate(stack, route) for name, stack in stacks.items()}
+        note = "; ".join(f"{NAMES[s.name]} {_latency(s, route)}" for s in stacks.values())
+        rows.append(
+            Row(f"{route}, requests/s: webtier vs the book (SQL only in the note)", "req/s",
+                clients, per_route["webtier"], per_route["book"],
+                note=f"SQL only {per_route['sql'].value:,.1f} req/s; {note}")
+        )  # fmt: skip
+    trips = {n: _measure(h, s, "Redis round trips", "per request", _per_request(s, "round_trips"))
+             for n, s in stacks.items() if n != "sql"}  # fmt: skip
+    queries = {n: _measure(h, s, "SQL queries", "per 1,000 requests", _per_request(s, "sql", 1000))
+               for n, s in stacks.items()}  # fmt: skip
+    app_cpu = {n: _measure(h, s, "app CPU", "µs per request", _per_request(s, "cpu_seconds", 1e6))
+               for n, s in stacks.items()}  # fmt: skip
+    redis_cpu = {
+        n: _measure(h, s, "Redis CPU", "µs per request", tuple(
+            cpu * 1e6 / r.requests for cpu, r in zip(s.redis_cpu, s.reports, strict=True)
+            if r.requests))
+        for n, s in stacks.items() if n != "sql"
+    }  # fmt: skip
+    rows += [
+        Row("Redis round trips per request", "per request", clients, trips["webtier"],
+            trips["book"], goals=(Goal(0.5, at_least=False),),
+            note="counted in the app process, one per command or pipeline sent"),
+        Row("SQL queries per 1,000 requests: webtier vs the book", "per 1,000", clients,
+            queries["webtier"], queries["book"]),
+        Row("SQL queries per 1,000 requests: webtier vs SQL only", "per 1,000", clients,
+            queries["webtier"], queries["sql"]),
+        Row("app process CPU per request: webtier vs the book", "µs", clients,
+            app_cpu["webtier"], app_cpu["book"]),
+        Row("app process CPU per request: webtier vs SQL only", "µs", clients,
+            app_cpu["webtier"], app_cpu["sql"]),
+        Row("Redis server CPU per request: webtier vs the book", "µs", clients,
+            redis_cpu["webtier"], redis_cpu["book"],
+            note="the other stacks paused meanwhile; their background jobs included"),
+    ]  # fmt: skip
+
+    def p99_ms(key: str) -> tuple[float, ...]:
+        return tuple(f[key] * 1000 for f in ours.figures if f[key] is not None)
+
+    hits = _measure(
+        h, ours, "cached item page in the app, p99", "ms", p99_ms("idle_hit_p99_seconds")
+    )
+    loaded = _measure(h, ours, "cached item page in the app under load, p99", "ms",
+                      p99_ms("hit_p99_seconds"))  # fmt: skip
+    cached_share = tuple(
+        100 * f["top_views_without_sql"] / f["top_views"] for f in ours.figures if f["top_views"]
+    )
+    without_sql = _measure(
+        h, ours, "anonymous top-10,000 item views without SQL", "%", cached_share
+    )
+    rows += [
+        Row("cached item page (X-Cache: HIT), time in the app, p99", "ms", clients, hits, None,
+            goals=(Goal(1, of="webtier", at_least=False, unit="ms"),),
+            note=f"{IDLE_HITS} sequential requests after the load, from their arrival in the "
+            f"app to the last byte, every middleware; under load (the event loop's queue "
+            f"included) {loaded.value:.1f} ms" if loaded.values else ""),
+        Row("anonymous views of the top 10,000 items served without SQL", "%", clients,
+            without_sql, None, goals=(Goal(95, of="webtier", unit="%"),)),
+    ]  # fmt: skip
+    for stack in stacks.values():
+        errors = sum(r.status("5xx") + r.transport_errors for r in stack.reports)
+        if errors:
+            h.notes.append(f"{NAMES[stack.name]}: {errors} 5xx answers or transport errors")
+    h.notes.append(
+        f"{clients} visitors at once, each browsing as webtier loadgen's model has it; "
+        f"{h.settings.size(ITEMS):,} items; one uvicorn worker per stack"
+    )
+    return rows
+
+
+def _requests(report: LoadReport, route: str | None) -> int:
+    if route is None:
+        return report.requests
+    found = report.route(route)
+    return 0 if found is None else found.requests

@@ -1,0 +1,53 @@
+"""``webtier loadgen`` as a person runs it: until Ctrl-C, which stops the
+visitors warm and prints what the shop answered; and against nothing, where
+the refused connections are counted, not raised."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from tests.shop_helpers import serving, stocked
+from webtier.testing import free_port
+
+
+def loadgen(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "webtier", "loadgen", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_ctrl_c_stops_warm_and_prints_the_report(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    engine = stocked(sa.create_engine(f"sqlite:///{tmp_path}/shop.db"))
+    with serving(redis_url, prefix, engine) as shop:
+        running = loadgen(shop, "--rate", "20", "--items", "300", "--seed", "3")
+        time.sleep(3)  # started, and visiting
+        running.send_signal(signal.SIGINT)
+        out, err = running.communicate(timeout=60)
+    assert running.returncode == 0, err
+    assert "stopping: visitors finish their request" in err
+    assert "requests/s" in out
+    assert "GET /item/{item_id}" in out
+    assert "Traceback" not in err
+
+
+def test_a_shop_that_is_not_there_is_counted_not_raised() -> None:
+    running = loadgen(f"http://127.0.0.1:{free_port()}", "--duration", "1", "--rate", "5", "--json")
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 0, err
+    document = json.loads(out)
+    assert document["requests"] == document["transport_errors"] > 0
+    assert document["visitors"] > 0
