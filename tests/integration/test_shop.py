@@ -241,3 +241,25 @@ def test_logout_ends_the_session(shop: str) -> None:
         assert "frank" in client.get("/").text
         assert post(client, "/", "/logout").status_code == 303
         assert "Log in" in client.get("/").text
+
+
+def test_the_dashboard_and_metrics_are_served_beside_the_shop(shop: str) -> None:
+    """/dashboard and /metrics are webtier's dashboard app, outside the shop's
+    middleware: their requests are neither timed nor counted as shop pages."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with httpx.Client(base_url=shop) as client:
+        client.get("/item/3")
+        page = client.get("/dashboard/")
+        assert page.status_code == 200
+        assert "uplot" in page.text.lower()
+        assert client.get("/dashboard/api/health").status_code == 200
+        metrics = client.get("/metrics")
+        assert metrics.status_code == 200
+        names = {family.name for family in text_string_to_metric_families(metrics.text)}
+        assert "webtier_up" in names
+        # No shop middleware ran for them: no CSRF or session cookie set.
+        assert "set-cookie" not in page.headers
+        assert "set-cookie" not in metrics.headers
+        assert client.get("/dashboard/api/counters?unknown=1").status_code in (200, 400)
+        assert client.get("/item/3").status_code == 200  # the shop still behind it

@@ -112,9 +112,13 @@ async def _serve(
     options: DemoOptions, console: Console, sock: socket.socket, engine: sa.Engine
 ) -> None:
     from webtier.demo.shop import create_app  # Starlette, Jinja2: only once the demo runs
+    from webtier.web.dashboard.access import is_loopback
 
     async with open_async(options.url, config=options.config, data_dir=options.data_dir) as tier:
-        app = create_app(tier, engine, settings=ShopSettings(items=options.items, run_jobs=True))
+        # The dashboard here has no credentials: only for this machine's eyes.
+        local = is_loopback(options.host)
+        settings = ShopSettings(items=options.items, run_jobs=True, dashboard=local)
+        app = create_app(tier, engine, settings=settings)
         server = uvicorn.Server(
             uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)
         )
@@ -127,6 +131,13 @@ async def _serve(
         host, port = sock.getsockname()[:2]
         url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
         console.print(f"Fake Web Retailer is open at [bold]{url}[/] (Ctrl-C stops it)")
+        if local:
+            console.print(f"its dashboard: [bold]{url}/dashboard[/], metrics: {url}/metrics")
+        else:
+            console.print(
+                "no dashboard beyond loopback without credentials: "
+                "run webtier dashboard --token ... beside the shop"
+            )
         stop = asyncio.Event()
         traffic = start_traffic(url, options, stop, console) if options.traffic else None
         if options.duration is not None:

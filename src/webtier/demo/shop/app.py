@@ -162,4 +162,23 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.shop = shop
-    return app
+    return with_dashboard(app, tier) if settings.dashboard else app
+
+
+def with_dashboard(shop: Starlette, tier: AsyncWebTier) -> Starlette:
+    """``shop`` with webtier's dashboard at ``/dashboard`` and the Prometheus
+    exposition at ``/metrics``, in front of the shop's middleware: their
+    polls are neither timed as shop pages nor counted as its hits."""
+    from webtier.metrics import asgi_app as metrics_app
+    from webtier.web.dashboard import dashboard
+
+    outer = Starlette(
+        routes=[
+            Mount("/dashboard", dashboard(tier, rules=PAGE_RULES)),
+            Route("/metrics", metrics_app(tier)),
+            Mount("", shop),
+        ],
+        lifespan=lambda _: shop.router.lifespan_context(shop),
+    )
+    outer.state.shop = shop.state.shop
+    return outer

@@ -29,7 +29,11 @@ class ShopSettings:
     ``SessionSettings.limit``). ``run_jobs`` runs the maintenance jobs
     (session cap, counter cleanup, row refresh, ranking rescale) in the
     app's lifespan, as the demo does; in production ``webtier worker`` runs
-    them.
+    them. ``dashboard`` serves webtier's dashboard at ``/dashboard`` and
+    the Prometheus exposition at ``/metrics``, outside the shop's own
+    middleware (their polls are not shop pages); they have no credentials
+    here, so turn it off wherever the shop is reachable beyond this machine
+    (``webtier demo`` does) and run ``webtier dashboard --token`` instead.
     """
 
     items: int = 100_000  # item ids are 1..items
@@ -40,10 +44,12 @@ class ShopSettings:
     secret: bytes | None = None
     most_viewed: int = 8  # items on the home page's "most viewed" shelf
     sql_threads: int = 16  # database calls run at once (SQLite and small pools like few)
+    dashboard: bool = True  # /dashboard and /metrics (see above)
 
     def __post_init__(self) -> None:
         require(is_int(self.items) and self.items >= 1, "items must be an int >= 1")
-        require(isinstance(self.run_jobs, bool), "run_jobs must be True or False")
+        for name in ("run_jobs", "dashboard"):
+            require(isinstance(getattr(self, name), bool), f"{name} must be True or False")
         require(
             self.session_cap is None or (is_int(self.session_cap) and self.session_cap >= 1),
             "session_cap must be None or an int >= 1",
