@@ -172,13 +172,18 @@ def with_dashboard(shop: Starlette, tier: AsyncWebTier) -> Starlette:
     from webtier.metrics import asgi_app as metrics_app
     from webtier.web.dashboard import dashboard
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with shop.router.lifespan_context(shop):
+            yield
+
     outer = Starlette(
         routes=[
             Mount("/dashboard", dashboard(tier, rules=PAGE_RULES)),
             Route("/metrics", metrics_app(tier)),
             Mount("", shop),
         ],
-        lifespan=lambda _: shop.router.lifespan_context(shop),
+        lifespan=lifespan,
     )
     outer.state.shop = shop.state.shop
     return outer
