@@ -225,7 +225,10 @@ def _program(
                 schedule.succeeded(job, outcome, time.monotonic())
             elif not stopping():  # a step cut short by a cold stop is no failure
                 schedule.failed(job, outcome, time.monotonic())
-        if once and schedule.each_ran_once():
+        # --once is a one-shot run (cron, a deploy step): each job's step
+        # runs once and a failure is reported by the caller, not retried
+        # with backoff, which would never end while a source stays broken.
+        if once and schedule.each_tried_once():
             return
         now = time.monotonic()
         yield _Wait(min(schedule.wait(now), max(0.0, next_beat - now)))
@@ -259,6 +262,8 @@ class _WorkerBase:
         self._stop = stop  # set it to stop warm
         self._started = time.time()
         self._last = ("", 0.0, "")  # job, end, outcome of the last step: told in heartbeats
+        # Jobs whose latest step failed, with its error (what --once reports).
+        self.failures: dict[str, BaseException] = {}
 
     @property
     def stopping(self) -> bool:
@@ -282,6 +287,10 @@ class _WorkerBase:
 
     def _note(self, action: _Run, outcome: JobStep | BaseException) -> JobStep | BaseException:
         said = outcome.summary if isinstance(outcome, JobStep) else f"failed: {outcome}"
+        if isinstance(outcome, JobStep):
+            self.failures.pop(action.job.name, None)
+        else:
+            self.failures[action.job.name] = outcome
         if said or not self._last[0]:  # an idle step keeps the last news
             self._last = (action.job.name, time.time(), said[:200])
         return outcome

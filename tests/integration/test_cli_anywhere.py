@@ -76,3 +76,23 @@ def test_the_completion_script_completes_commands() -> None:
         timeout=60,
     )
     assert "plain,rows" in done.stdout.splitlines()  # type,value: the bash protocol
+
+
+def test_worker_once_reports_a_job_that_fails_and_exits(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    """``worker --once`` is a one-shot run: a job whose step fails (rows
+    scheduled, their database unreadable) ends it with one error line and
+    status 1, where it used to back off forever."""
+    database = f"sqlite:///{tmp_path}/shop.db"
+    where = ("--url", redis_url, "--prefix", prefix)
+    assert webtier_cli("rows", "init", "--items", "3", "--database", database).code == 0
+    ran = webtier_cli("rows", "schedule", "1", "--delay", "30", *where, "--database", database)
+    assert ran.code == 0, ran
+    (tmp_path / "shop.db").unlink()
+    (tmp_path / "shop.db").mkdir()  # a directory: SQLite cannot open it
+    ran = webtier_cli("worker", "--once", "--job", "rows", *where, "--database", database)
+    assert ran.code == 1, ran
+    assert ran.stderr.splitlines()[-1].startswith("error: worker --once: rows: "), ran
+    ran = webtier_cli("worker", "--once", "--job", "counters", *where, "--database", database)
+    assert ran.code == 0, ran  # the jobs that work still work

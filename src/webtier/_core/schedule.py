@@ -77,5 +77,6 @@ class Schedule:
     def wait(self, now: float) -> float:
         return max(0.0, min(s.due for s in self.state.values()) - now)
 
-    def each_ran_once(self) -> bool:
-        return all(s.passes > 0 for s in self.state.values())
+    def each_tried_once(self) -> bool:
+        """Every job has run a step, whether it succeeded or failed."""
+        return all(s.passes > 0 or s.failures > 0 for s in self.state.values())

@@ -8,6 +8,7 @@ import time
 
 import click
 
+from webtier.cli.failures import CommandFailed, one_line
 from webtier.cli.output import json_option, print_json, print_table, say_empty
 from webtier.cli.shared import FiniteFloat, SharedOptions, pass_options
 from webtier.cli.signals import stop_on_signals
@@ -38,6 +39,12 @@ def worker(options: SharedOptions, jobs: tuple[str, ...], once: bool, heartbeat:
         except ColdStop:
             click.echo("stopped at once", err=True)
             sys.exit(1)
+        if once and runner.failures:
+            failed = "; ".join(
+                f"{job}: {one_line(str(error), type(error).__name__)}"
+                for job, error in runner.failures.items()
+            )
+            raise CommandFailed(f"worker --once: {failed}")
 
 
 @click.command()
