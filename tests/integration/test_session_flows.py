@@ -115,13 +115,64 @@ def test_a_live_session_is_read_once_and_touched_only_when_idle_long_enough(
     assert run(tier, flows.user(tier.config, live)) == ("ann", 0)  # read once per request
     seen = tier.sessions.info(token)
     assert seen is not None
+    fresh = state_of(tier, token)
+    assert run(tier, flows.user(tier.config, fresh)) == ("ann", 1)
+    assert tier.sessions.info(token) == seen  # seen less than refresh_after ago: not touched
     idle = state_of(tier, token)
     idle.refresh_after = 0.0
-    assert run(tier, flows.user(tier.config, idle)) == ("ann", 2)  # info, then touch
+    assert run(tier, flows.user(tier.config, idle)) == ("ann", 1)  # checked and touched at once
     touched = tier.sessions.info(token)
     assert touched is not None
-    assert touched.last_seen >= seen.last_seen
+    assert touched.last_seen > seen.last_seen
     assert idle.response_headers(HTTPS) == [("vary", "Cookie")]  # same cookie
+
+
+def test_every_read_of_a_request_answers_from_the_one_load_and_sees_its_writes(
+    tier: webtier.WebTier,
+) -> None:
+    token = tier.sessions.new(user="ann")
+    tier.sessions.update(token, {"theme": "dark", "n": [1, 2]})
+    tier.carts.set(token, "book", 2)
+    tier.sessions.touch(token, item="pen")
+    cfg = tier.config
+    live = state_of(tier, token)
+    assert run(tier, flows.user(cfg, live)) == ("ann", 1)
+    assert run(tier, flows.data(cfg, live)) == ({"theme": "dark", "n": [1, 2]}, 0)
+    assert run(tier, flows.get(cfg, live, "theme")) == ("dark", 0)
+    assert run(tier, flows.cart(cfg, live)) == ({"book": 2}, 0)
+    assert run(tier, flows.recently_viewed(cfg, live)) == (["pen"], 0)
+    # Each write is one round trip, and the request's later reads see it.
+    writes = [
+        flows.update(cfg, live, {"theme": "light", "t": (1, 2)}),
+        flows.discard(cfg, live, "n"),
+        flows.set_cart(cfg, live, "cup", 1),
+        flows.set_cart(cfg, live, "book", 0),
+        flows.record_view(cfg, live, "cup"),
+    ]
+    assert [run(tier, write)[1] for write in writes] == [1, 1, 1, 1, 1]
+    expected = ({"theme": "light", "t": [1, 2]}, {"cup": 1}, ["cup", "pen"])
+    read = [flows.data(cfg, live), flows.cart(cfg, live), flows.recently_viewed(cfg, live)]
+    assert tuple(run(tier, flow) for flow in read) == tuple((value, 0) for value in expected)
+    # ... as Redis has it: the next request reads the same.
+    again = state_of(tier, token)
+    read = [flows.data(cfg, again), flows.cart(cfg, again), flows.recently_viewed(cfg, again)]
+    assert tuple(run(tier, flow)[0] for flow in read) == expected
+    run(tier, flows.clear_cart(cfg, live))
+    assert run(tier, flows.cart(cfg, live)) == ({}, 0)
+    assert tier.carts.get(token) == {}
+
+
+def test_a_login_reads_the_new_session_once_for_its_merged_cart(tier: webtier.WebTier) -> None:
+    earlier = tier.sessions.new(user="bob")
+    tier.carts.set(earlier, "pen", 1)
+    token = tier.sessions.new()
+    tier.carts.set(token, "book", 1)
+    cfg = tier.config
+    live = state_of(tier, token)
+    assert run(tier, flows.cart(cfg, live)) == ({"book": 1}, 1)
+    run(tier, flows.login(cfg, live, "bob"))
+    assert run(tier, flows.cart(cfg, live)) == ({"book": 1, "pen": 1}, 1)  # merged in Redis
+    assert run(tier, flows.cart(cfg, live)) == ({"book": 1, "pen": 1}, 0)
 
 
 def test_a_dead_sessions_cookie_is_left_alone(tier: webtier.WebTier) -> None:

@@ -1,5 +1,5 @@
 -- Shared by the session scripts that write a session's expiry and its place
--- in the recency index (session_touch.lua, session_login.lua): Script.load
+-- in the recency index (session_touch.lua, session_load.lua, session_login.lua): Script.load
 -- puts this file before each of them, so the rules below exist once.
 
 -- The server's time as (microseconds, as text; milliseconds, as a number).
@@ -33,3 +33,28 @@ local function above_every_score(recent, now_text)
   return string.format('%d', tonumber(top) + 1)
 end
 
+
+-- The key's new expiry (ms, as text) when a touch must move it, or false when
+-- it stands: `expires` (the session's `e`) is kept while it lies between the
+-- deadline and `late` ms after it, so most touches write no expiry at all.
+local function expiry_due(expires, deadline, late)
+  if not expires or expires < deadline or expires > deadline + late then
+    return string.format('%d', deadline + late)
+  end
+  return false
+end
+
+-- Lists the session as seen now in the recency index and, when its expiry
+-- moved (expire_text, from expiry_due), sets it on the key and on the index.
+-- Returns the last-seen score.
+local function mark_seen(key, recent, token, now_text, now_ms, expire_text, backstop, lateness)
+  local seen = above_every_score(recent, now_text)
+  redis.call('ZADD', recent, seen, token)
+  if expire_text then
+    redis.call('PEXPIREAT', key, expire_text)
+    -- The index holds no data of its own: it outlives every session whose
+    -- expiry was set with it, and lives on while sessions are touched.
+    redis.call('PEXPIREAT', recent, string.format('%d', now_ms + backstop + lateness))
+  end
+  return seen
+end
