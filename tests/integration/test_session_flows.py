@@ -1,21 +1,25 @@
 """The session flows as ordinary operations, run by a sync tier's own
 transport on one server (the middlewares' tests cover every target and
-both APIs). Each flow is watched to see the round trips it makes; an
-outage is a tier whose port refuses connections."""
+both APIs; the load script's rules are checked here on every target). Each
+flow is watched to see the round trips it makes; an outage is a tier whose
+port refuses connections."""
 
 from __future__ import annotations
 
 import dataclasses
 import secrets
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import webtier
+from tests.helpers import all_keys
 from webtier._core.protocol import Op, Step
-from webtier.config import RetryPolicy
+from webtier._ops import sessions as session_ops
+from webtier.config import RetryPolicy, SessionSettings
 from webtier.errors import LateCookie, RedisUnavailable
 from webtier.testing import RedisServer
 from webtier.web.sessions import SessionOptions, flows
@@ -288,3 +292,60 @@ def test_a_view_or_login_on_a_session_that_ended_meanwhile_starts_anew(
     assert run(tier, flows.user(tier.config, login)) == ("ann", 0)
     assert login.token is not None
     assert tier.sessions.check(login.token) == "ann"
+
+
+# -- the load script keeps the touch's rules, on every target ---------------------------------
+
+
+def load(tier: webtier.WebTier, token: str, refresh_after: float = 0.0) -> Any:
+    return tier.transport.run(session_ops.load(tier.config, token, refresh_after))
+
+
+def server_ms(client: Any) -> int:
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+@pytest.mark.matrix
+def test_a_load_touches_as_a_touch_does(sync_client: Any, config: webtier.Config) -> None:
+    settings = SessionSettings(idle_timeout=60, absolute_timeout=3600)
+    tier = webtier.WebTier(sync_client, dataclasses.replace(config, sessions=settings))
+    token = tier.sessions.new(user="ann")
+    where = session_ops.place(tier.config, token)
+    other = tier.sessions.new()  # scored after ann's: the top of the shard, or of another
+    top = max(float(score) for _, score in sync_client.zrange(where.recent, 0, -1, withscores=True))
+    expires = int(sync_client.hget(where.key, "e"))
+    time.sleep(0.02)
+    fields = load(tier, token, refresh_after=60)  # seen just now: read, not touched
+    assert fields is not None
+    assert fields["u"] == b"ann"
+    assert int(sync_client.hget(where.key, "e")) == expires
+    fields = load(tier, token)  # due: touched in the same script
+    assert fields is not None
+    # Above every score its shard held: a cleaner that read one of them spares it.
+    assert float(sync_client.zscore(where.recent, token)) > top
+    assert int(sync_client.hget(where.key, "e")) > expires  # the idle timeout restarted
+    assert 59_000 < sync_client.pttl(where.key) <= 60_000
+    assert tier.sessions.check(other) is None  # the other session untouched
+
+
+@pytest.mark.matrix
+def test_a_load_never_revives_or_creates_a_session(
+    sync_client: Any, config: webtier.Config, redis_url: str, prefix: str
+) -> None:
+    settings = SessionSettings(strict=False, absolute_timeout=30)
+    tier = webtier.WebTier(sync_client, dataclasses.replace(config, sessions=settings))
+    assert load(tier, webtier.sessions.new_token()) is None
+    assert all_keys(redis_url, f"{prefix}:*") == []
+    # Removed by the cleaner: it stays dead, and its index entry goes.
+    cleaned = tier.sessions.new()
+    tier.sessions.clean(limit=0)
+    assert load(tier, cleaned) is None
+    assert all_keys(redis_url, f"{prefix}:*:t:*") == []
+    # Past its absolute timeout, its key not yet expired: deleted.
+    old = tier.sessions.new()
+    where = session_ops.place(tier.config, old)
+    sync_client.hset(where.key, "c", server_ms(sync_client) - 31_000)
+    assert load(tier, old) is None
+    assert sync_client.exists(where.key) == 0
+    assert sync_client.zscore(where.recent, old) is None

@@ -27,7 +27,11 @@ local fields = redis.call('HGETALL', key)
 local created, expires = false, false
 for i = 1, #fields, 2 do
   local name = fields[i]
-  if name == 'c' then created = fields[i + 1] + 0 elseif name == 'e' then expires = fields[i + 1] + 0 end
+  if name == 'c' then
+    created = fields[i + 1] + 0
+  elseif name == 'e' then
+    expires = fields[i + 1] + 0
+  end
 end
 if not created then
   -- Expired or cleaned: forget any index entry left behind, as a touch does.
@@ -36,12 +40,9 @@ if not created then
 end
 
 local now_text, now_ms = server_now()
-local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
-if deadline <= now_ms then
-  redis.call('DEL', key)
-  redis.call('ZREM', recent, token)
-  return {0}
-end
+local deadline, late =
+  touch_deadline(key, recent, token, now_ms, created, idle, absolute, backstop, lateness)
+if not deadline then return {0} end
 
 -- Missing from the index (it is rebuilt by touches): touched now, which lists it.
 local seen = redis.call('ZSCORE', recent, token)

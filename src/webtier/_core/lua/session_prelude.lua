@@ -21,6 +21,20 @@ local function session_deadline(now_ms, created, idle, absolute, backstop, laten
   return deadline, late
 end
 
+-- session_deadline for a touch, or false for a session already past it (its
+-- key not yet expired by the server), which is deleted here with its entry.
+local function touch_deadline(
+  key, recent, token, now_ms, created, idle, absolute, backstop, lateness
+)
+  local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
+  if deadline <= now_ms then
+    redis.call('DEL', key)
+    redis.call('ZREM', recent, token)
+    return false
+  end
+  return deadline, late
+end
+
 -- The last-seen score for a session seen now: the server's time, but above
 -- every score of the shard, so a touched session is the newest of its shard
 -- whatever the clocks do, and a cleaner that removes only entries up to a

@@ -85,12 +85,9 @@ else
   if #gone > 0 then redis.call('ZREM', recent, unpack(gone)) end
 end
 
-local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
-if deadline <= now_ms then
-  redis.call('DEL', key)
-  redis.call('ZREM', recent, token)
-  return {0}
-end
+local deadline, late =
+  touch_deadline(key, recent, token, now_ms, created, idle, absolute, backstop, lateness)
+if not deadline then return {0} end
 
 -- What the session's hash gets, in one HSET at the end.
 local writes, count = {}, 0
