@@ -1,21 +1,25 @@
 """The session flows as ordinary operations, run by a sync tier's own
 transport on one server (the middlewares' tests cover every target and
-both APIs). Each flow is watched to see the round trips it makes; an
-outage is a tier whose port refuses connections."""
+both APIs; the load script's rules are checked here on every target). Each
+flow is watched to see the round trips it makes; an outage is a tier whose
+port refuses connections."""
 
 from __future__ import annotations
 
 import dataclasses
 import secrets
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import webtier
+from tests.helpers import all_keys
 from webtier._core.protocol import Op, Step
-from webtier.config import RetryPolicy
+from webtier._ops import sessions as session_ops
+from webtier.config import RetryPolicy, SessionSettings
 from webtier.errors import LateCookie, RedisUnavailable
 from webtier.testing import RedisServer
 from webtier.web.sessions import SessionOptions, flows
@@ -115,13 +119,64 @@ def test_a_live_session_is_read_once_and_touched_only_when_idle_long_enough(
     assert run(tier, flows.user(tier.config, live)) == ("ann", 0)  # read once per request
     seen = tier.sessions.info(token)
     assert seen is not None
+    fresh = state_of(tier, token)
+    assert run(tier, flows.user(tier.config, fresh)) == ("ann", 1)
+    assert tier.sessions.info(token) == seen  # seen less than refresh_after ago: not touched
     idle = state_of(tier, token)
     idle.refresh_after = 0.0
-    assert run(tier, flows.user(tier.config, idle)) == ("ann", 2)  # info, then touch
+    assert run(tier, flows.user(tier.config, idle)) == ("ann", 1)  # checked and touched at once
     touched = tier.sessions.info(token)
     assert touched is not None
-    assert touched.last_seen >= seen.last_seen
+    assert touched.last_seen > seen.last_seen
     assert idle.response_headers(HTTPS) == [("vary", "Cookie")]  # same cookie
+
+
+def test_every_read_of_a_request_answers_from_the_one_load_and_sees_its_writes(
+    tier: webtier.WebTier,
+) -> None:
+    token = tier.sessions.new(user="ann")
+    tier.sessions.update(token, {"theme": "dark", "n": [1, 2]})
+    tier.carts.set(token, "book", 2)
+    tier.sessions.touch(token, item="pen")
+    cfg = tier.config
+    live = state_of(tier, token)
+    assert run(tier, flows.user(cfg, live)) == ("ann", 1)
+    assert run(tier, flows.data(cfg, live)) == ({"theme": "dark", "n": [1, 2]}, 0)
+    assert run(tier, flows.get(cfg, live, "theme")) == ("dark", 0)
+    assert run(tier, flows.cart(cfg, live)) == ({"book": 2}, 0)
+    assert run(tier, flows.recently_viewed(cfg, live)) == (["pen"], 0)
+    # Each write is one round trip, and the request's later reads see it.
+    writes = [
+        flows.update(cfg, live, {"theme": "light", "t": (1, 2)}),
+        flows.discard(cfg, live, "n"),
+        flows.set_cart(cfg, live, "cup", 1),
+        flows.set_cart(cfg, live, "book", 0),
+        flows.record_view(cfg, live, "cup"),
+    ]
+    assert [run(tier, write)[1] for write in writes] == [1, 1, 1, 1, 1]
+    expected = ({"theme": "light", "t": [1, 2]}, {"cup": 1}, ["cup", "pen"])
+    read = [flows.data(cfg, live), flows.cart(cfg, live), flows.recently_viewed(cfg, live)]
+    assert tuple(run(tier, flow) for flow in read) == tuple((value, 0) for value in expected)
+    # ... as Redis has it: the next request reads the same.
+    again = state_of(tier, token)
+    read = [flows.data(cfg, again), flows.cart(cfg, again), flows.recently_viewed(cfg, again)]
+    assert tuple(run(tier, flow)[0] for flow in read) == expected
+    run(tier, flows.clear_cart(cfg, live))
+    assert run(tier, flows.cart(cfg, live)) == ({}, 0)
+    assert tier.carts.get(token) == {}
+
+
+def test_a_login_reads_the_new_session_once_for_its_merged_cart(tier: webtier.WebTier) -> None:
+    earlier = tier.sessions.new(user="bob")
+    tier.carts.set(earlier, "pen", 1)
+    token = tier.sessions.new()
+    tier.carts.set(token, "book", 1)
+    cfg = tier.config
+    live = state_of(tier, token)
+    assert run(tier, flows.cart(cfg, live)) == ({"book": 1}, 1)
+    run(tier, flows.login(cfg, live, "bob"))
+    assert run(tier, flows.cart(cfg, live)) == ({"book": 1, "pen": 1}, 1)  # merged in Redis
+    assert run(tier, flows.cart(cfg, live)) == ({"book": 1, "pen": 1}, 0)
 
 
 def test_a_dead_sessions_cookie_is_left_alone(tier: webtier.WebTier) -> None:
@@ -237,3 +292,60 @@ def test_a_view_or_login_on_a_session_that_ended_meanwhile_starts_anew(
     assert run(tier, flows.user(tier.config, login)) == ("ann", 0)
     assert login.token is not None
     assert tier.sessions.check(login.token) == "ann"
+
+
+# -- the load script keeps the touch's rules, on every target ---------------------------------
+
+
+def load(tier: webtier.WebTier, token: str, refresh_after: float = 0.0) -> Any:
+    return tier.transport.run(session_ops.load(tier.config, token, refresh_after))
+
+
+def server_ms(client: Any) -> int:
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+@pytest.mark.matrix
+def test_a_load_touches_as_a_touch_does(sync_client: Any, config: webtier.Config) -> None:
+    settings = SessionSettings(idle_timeout=60, absolute_timeout=3600)
+    tier = webtier.WebTier(sync_client, dataclasses.replace(config, sessions=settings))
+    token = tier.sessions.new(user="ann")
+    where = session_ops.place(tier.config, token)
+    other = tier.sessions.new()  # scored after ann's: the top of the shard, or of another
+    top = max(float(score) for _, score in sync_client.zrange(where.recent, 0, -1, withscores=True))
+    expires = int(sync_client.hget(where.key, "e"))
+    time.sleep(0.02)
+    fields = load(tier, token, refresh_after=60)  # seen just now: read, not touched
+    assert fields is not None
+    assert fields["u"] == b"ann"
+    assert int(sync_client.hget(where.key, "e")) == expires
+    fields = load(tier, token)  # due: touched in the same script
+    assert fields is not None
+    # Above every score its shard held: a cleaner that read one of them spares it.
+    assert float(sync_client.zscore(where.recent, token)) > top
+    assert int(sync_client.hget(where.key, "e")) > expires  # the idle timeout restarted
+    assert 59_000 < sync_client.pttl(where.key) <= 60_000
+    assert tier.sessions.check(other) is None  # the other session untouched
+
+
+@pytest.mark.matrix
+def test_a_load_never_revives_or_creates_a_session(
+    sync_client: Any, config: webtier.Config, redis_url: str, prefix: str
+) -> None:
+    settings = SessionSettings(strict=False, absolute_timeout=30)
+    tier = webtier.WebTier(sync_client, dataclasses.replace(config, sessions=settings))
+    assert load(tier, webtier.sessions.new_token()) is None
+    assert all_keys(redis_url, f"{prefix}:*") == []
+    # Removed by the cleaner: it stays dead, and its index entry goes.
+    cleaned = tier.sessions.new()
+    tier.sessions.clean(limit=0)
+    assert load(tier, cleaned) is None
+    assert all_keys(redis_url, f"{prefix}:*:t:*") == []
+    # Past its absolute timeout, its key not yet expired: deleted.
+    old = tier.sessions.new()
+    where = session_ops.place(tier.config, old)
+    sync_client.hset(where.key, "c", server_ms(sync_client) - 31_000)
+    assert load(tier, old) is None
+    assert sync_client.exists(where.key) == 0
+    assert sync_client.zscore(where.recent, old) is None

@@ -1,5 +1,5 @@
 -- Shared by the session scripts that write a session's expiry and its place
--- in the recency index (session_touch.lua, session_login.lua): Script.load
+-- in the recency index (session_touch.lua, session_load.lua, session_login.lua): Script.load
 -- puts this file before each of them, so the rules below exist once.
 
 -- The server's time as (microseconds, as text; milliseconds, as a number).
@@ -21,6 +21,20 @@ local function session_deadline(now_ms, created, idle, absolute, backstop, laten
   return deadline, late
 end
 
+-- session_deadline for a touch, or false for a session already past it (its
+-- key not yet expired by the server), which is deleted here with its entry.
+local function touch_deadline(
+  key, recent, token, now_ms, created, idle, absolute, backstop, lateness
+)
+  local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
+  if deadline <= now_ms then
+    redis.call('DEL', key)
+    redis.call('ZREM', recent, token)
+    return false
+  end
+  return deadline, late
+end
+
 -- The last-seen score for a session seen now: the server's time, but above
 -- every score of the shard, so a touched session is the newest of its shard
 -- whatever the clocks do, and a cleaner that removes only entries up to a
@@ -33,3 +47,28 @@ local function above_every_score(recent, now_text)
   return string.format('%d', tonumber(top) + 1)
 end
 
+
+-- The key's new expiry (ms, as text) when a touch must move it, or false when
+-- it stands: `expires` (the session's `e`) is kept while it lies between the
+-- deadline and `late` ms after it, so most touches write no expiry at all.
+local function expiry_due(expires, deadline, late)
+  if not expires or expires < deadline or expires > deadline + late then
+    return string.format('%d', deadline + late)
+  end
+  return false
+end
+
+-- Lists the session as seen now in the recency index and, when its expiry
+-- moved (expire_text, from expiry_due), sets it on the key and on the index.
+-- Returns the last-seen score.
+local function mark_seen(key, recent, token, now_text, now_ms, expire_text, backstop, lateness)
+  local seen = above_every_score(recent, now_text)
+  redis.call('ZADD', recent, seen, token)
+  if expire_text then
+    redis.call('PEXPIREAT', key, expire_text)
+    -- The index holds no data of its own: it outlives every session whose
+    -- expiry was set with it, and lives on while sessions are touched.
+    redis.call('PEXPIREAT', recent, string.format('%d', now_ms + backstop + lateness))
+  end
+  return seen
+end

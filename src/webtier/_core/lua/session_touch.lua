@@ -85,12 +85,9 @@ else
   if #gone > 0 then redis.call('ZREM', recent, unpack(gone)) end
 end
 
-local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
-if deadline <= now_ms then
-  redis.call('DEL', key)
-  redis.call('ZREM', recent, token)
-  return {0}
-end
+local deadline, late =
+  touch_deadline(key, recent, token, now_ms, created, idle, absolute, backstop, lateness)
+if not deadline then return {0} end
 
 -- What the session's hash gets, in one HSET at the end.
 local writes, count = {}, 0
@@ -100,12 +97,8 @@ local function put(name, value)
 end
 if user ~= '' and user ~= current then put('u', user) end
 
-local expires = own[5] and own[5] + 0
-local expire_text = false
-if not expires or expires < deadline or expires > deadline + late then
-  expire_text = format('%d', deadline + late)
-  put('e', expire_text)
-end
+local expire_text = expiry_due(own[5] and own[5] + 0, deadline, late)
+if expire_text then put('e', expire_text) end
 
 if field then
   local number = format('%d', views + 1)
@@ -148,13 +141,6 @@ if field then
 end
 if count > 0 then redis.call('HSET', key, unpack(writes)) end
 
-local seen = above_every_score(recent, now_text)
-redis.call('ZADD', recent, seen, token)
 if KEYS[3] and item ~= '' then redis.call('ZINCRBY', KEYS[3], 1, item) end
-if expire_text then
-  redis.call('PEXPIREAT', key, expire_text)
-  -- The index holds no data of its own: it outlives every session whose
-  -- expiry was set with it, and lives on while sessions are touched.
-  redis.call('PEXPIREAT', recent, format('%d', now_ms + backstop + lateness))
-end
+local seen = mark_seen(key, recent, token, now_text, now_ms, expire_text, backstop, lateness)
 return {1, user, seen}

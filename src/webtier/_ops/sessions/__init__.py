@@ -11,14 +11,18 @@ from webtier._ops.sessions.cleaner import clean
 from webtier._ops.sessions.core import (
     check,
     data,
+    data_of,
     discard,
     info,
+    load,
     new,
     recently_viewed,
     stats,
     touch,
     touch_request,
     update,
+    update_fields,
+    viewed_of,
 )
 from webtier._ops.sessions.layout import (
     PICK,
@@ -50,9 +54,11 @@ __all__ = [
     "check",
     "clean",
     "data",
+    "data_of",
     "discard",
     "fields_of",
     "info",
+    "load",
     "login",
     "logout",
     "merge_carts",
@@ -67,4 +73,6 @@ __all__ = [
     "touch",
     "touch_request",
     "update",
+    "update_fields",
+    "viewed_of",
 ]

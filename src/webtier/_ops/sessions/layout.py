@@ -48,6 +48,7 @@ from webtier.sessions import (
 
 TOUCH = Script.load("session_touch", prelude="session_prelude")
 LOGIN = Script.load("session_login", prelude="session_prelude")
+LOAD = Script.load("session_load", prelude="session_prelude")
 END = Script.load("session_end")
 UPDATE = Script.load("session_update")
 CLEAN = Script.load("session_clean")

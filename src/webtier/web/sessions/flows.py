@@ -8,14 +8,20 @@ can carry on.
 A session is lazy: nothing is read before the handler asks, and nothing is
 written (no key, no cookie) before it writes. A visitor who only browses
 costs no Redis call and gets no cookie.
+
+A request with a live session reads it once: the first read loads the
+session's whole hash (checked, and touched when due, in the same round trip)
+into :attr:`SessionState.fields`, every later read answers from that copy,
+and each write updates it as it updates Redis. A write made meanwhile by a
+parallel request of the same visitor shows in the next request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from webtier._core.protocol import Op
+from webtier._core.protocol import Op, text
 from webtier._ops import carts
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
@@ -24,21 +30,20 @@ from webtier.sessions import CartPolicy
 from webtier.types import LoginResult
 from webtier.web.sessions.state import SessionState
 
+T = TypeVar("T")
+
 
 def load(cfg: Config, state: SessionState) -> Op[str | None]:
-    """The session's user, read once per request. A session idle for
-    ``refresh_after`` is touched."""
+    """The session's user, and its whole hash kept for the request's other
+    reads: one round trip, once per request, which also touches a session
+    idle for ``refresh_after``."""
     if state.loaded:
         return state.user
     state.loaded = True
     if state.token is None:
         return None
     try:
-        info = yield from session_ops.info(cfg, state.token)
-        idle = None if info is None else cfg.clock.wall() - float(info.last_seen)
-        if idle is not None and idle >= state.refresh_after:
-            alive = yield from session_ops.touch(cfg, state.token, views=state.views)
-            info = info if alive else None
+        fields = yield from session_ops.load(cfg, state.token, state.refresh_after)
     except RedisUnavailable as error:
         if state.options.on_outage == "fail":
             state.loaded = False
@@ -46,14 +51,15 @@ def load(cfg: Config, state: SessionState) -> Op[str | None]:
         state.outages.failed(error, "served as anonymous")
         state.degraded = error
         return None
-    if info is None:
+    if fields is None:
         # Not cleared: the cookie may be one a concurrent login just rotated,
         # and deleting it here would log the visitor out of the new one.
         state.token = None
         return None
     if state.resign:
         state.cookie = "set"
-    state.user = info.user
+    user = fields.get("u")
+    state.fields, state.user = fields, text(user) if user else None
     return state.user
 
 
@@ -72,8 +78,18 @@ def _ensure(cfg: Config, state: SessionState) -> Op[str]:
     if state.token is None:
         _cookie_can_change(state)
         state.token = yield from session_ops.new(cfg)
-        state.cookie = "set"
+        state.cookie, state.fields = "set", {}
     return state.token
+
+
+def _fields(cfg: Config, state: SessionState) -> Op[Mapping[str, bytes]]:
+    """The live session's hash as this request sees it ({} when anonymous)."""
+    token = yield from _live(cfg, state)
+    if token is None:
+        return {}
+    if state.fields is None:  # a login's new session, read once
+        state.fields = (yield from session_ops.load(cfg, token, state.refresh_after)) or {}
+    return state.fields
 
 
 def _cookie_can_change(state: SessionState) -> None:
@@ -82,7 +98,7 @@ def _cookie_can_change(state: SessionState) -> None:
 
 
 def _forget(state: SessionState) -> None:
-    state.token, state.user = None, None
+    state.token, state.user, state.fields = None, None, None
 
 
 def user(cfg: Config, state: SessionState) -> Op[str | None]:
@@ -90,15 +106,14 @@ def user(cfg: Config, state: SessionState) -> Op[str | None]:
 
 
 def data(cfg: Config, state: SessionState) -> Op[dict[str, Any]]:
-    token = yield from _live(cfg, state)
-    return {} if token is None else (yield from session_ops.data(cfg, token))
+    return session_ops.data_of((yield from _fields(cfg, state)))
 
 
 def get(cfg: Config, state: SessionState, name: str, default: Any = None) -> Op[Any]:
     return (yield from data(cfg, state)).get(name, default)
 
 
-def _write(cfg: Config, state: SessionState, write: Callable[[str], Op[None]]) -> Op[None]:
+def _write(cfg: Config, state: SessionState, write: Callable[[str], Op[T]]) -> Op[T]:
     """Runs the write ``write(token)`` on the session, creating it first if
     needed. A session that ended since it was looked up (revoked, expired)
     is forgotten and the write goes to a new one, as for a new visitor."""
@@ -112,18 +127,21 @@ def _write(cfg: Config, state: SessionState, write: Callable[[str], Op[None]]) -
 
 
 def update(cfg: Config, state: SessionState, values: Mapping[str, Any]) -> Op[None]:
-    yield from _write(cfg, state, lambda token: session_ops.update(cfg, token, dict(values)))
+    written = yield from _write(
+        cfg, state, lambda token: session_ops.update_fields(cfg, token, dict(values))
+    )
+    _held(state).update(written)
 
 
 def discard(cfg: Config, state: SessionState, *names: str) -> Op[None]:
     token = yield from _live(cfg, state)
     if token is not None:
         yield from session_ops.discard(cfg, token, *names)
+        _drop(state, lambda field: field[1:] in names and field[0] == "d")
 
 
 def recently_viewed(cfg: Config, state: SessionState) -> Op[list[str]]:
-    token = yield from _live(cfg, state)
-    return [] if token is None else (yield from session_ops.recently_viewed(cfg, token))
+    return session_ops.viewed_of(cfg, (yield from _fields(cfg, state)))
 
 
 def record_view(cfg: Config, state: SessionState, item: str) -> Op[None]:
@@ -148,22 +166,43 @@ def record_view(cfg: Config, state: SessionState, item: str) -> Op[None]:
         if "session" not in error.applied:
             raise
         state.outages.failed(error, "view not counted")
+    if cfg.sessions.viewed > 0:
+        # As the touch numbered it (session_touch.lua): the newest view.
+        held = _held(state)
+        number = str(int(held.get("n", 0)) + 1).encode()
+        held.update({"n": number, f"v{item}": number})
 
 
 def cart(cfg: Config, state: SessionState) -> Op[dict[str, int]]:
-    token = yield from _live(cfg, state)
-    return {} if token is None else (yield from carts.get(cfg, token))
+    return session_ops.cart_of((yield from _fields(cfg, state)))
 
 
 def set_cart(cfg: Config, state: SessionState, item: str, count: int) -> Op[None]:
     """Sets the count of ``item`` in the cart (0 or less removes it)."""
     yield from _write(cfg, state, lambda token: carts.set(cfg, token, item, count))
+    if count > 0:
+        _held(state)[f"k{item}"] = str(int(count)).encode()
+    else:
+        _drop(state, lambda field: field == f"k{item}")
 
 
 def clear_cart(cfg: Config, state: SessionState) -> Op[None]:
     token = yield from _live(cfg, state)
     if token is not None:
         yield from carts.clear(cfg, token)
+        _drop(state, lambda field: len(field) > 1 and field[0] == "k")
+
+
+def _held(state: SessionState) -> dict[str, bytes]:
+    """The request's copy of the session's hash, for a write to update; a
+    throwaway when there is none yet (a login's new session, read later
+    from Redis with the write in it)."""
+    return state.fields if state.fields is not None else {}
+
+
+def _drop(state: SessionState, removed: Callable[[str], bool]) -> None:
+    if state.fields is not None:
+        state.fields = {name: value for name, value in state.fields.items() if not removed(name)}
 
 
 def login(
@@ -186,8 +225,11 @@ def login(
             _forget(state)
     if result is None:
         state.token = yield from session_ops.new(cfg, user=user)
+        state.fields = {}
     else:
-        state.token = result.token
+        # Data and viewed items carried over, the cart merged with the
+        # user's: the next read loads the new session.
+        state.token, state.fields = result.token, None
     state.user, state.cookie = user, "set"
     return result
 
@@ -198,6 +240,6 @@ def logout(cfg: Config, state: SessionState) -> Op[None]:
     token = state.token
     if token is not None:
         yield from session_ops.logout(cfg, token)
-    state.loaded, state.token, state.user = True, None, None
+    state.loaded, state.token, state.user, state.fields = True, None, None, None
     if state.cookie_came or token is not None:
         state.cookie = "clear"

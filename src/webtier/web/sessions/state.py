@@ -28,6 +28,11 @@ class SessionState:
     resign: bool = False  # it was signed with an older key
     loaded: bool = False
     user: str | None = None
+    # The session's hash as loaded (one round trip: flows.load), which every
+    # read of the request answers from and every write of the request updates
+    # (read-your-writes); None before the load, and after a login until the
+    # new session is read.
+    fields: dict[str, bytes] | None = None
     degraded: RedisUnavailable | None = None  # anonymous because Redis is away
     cookie: Literal["keep", "set", "clear"] = "keep"
     headers_sent: bool = False
