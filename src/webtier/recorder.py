@@ -24,7 +24,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any
+from typing import Any, Protocol, Self
 
 from webtier._core.keys import check_name
 from webtier._core.protocol import Op
@@ -123,7 +123,9 @@ class Tally:
                 key = (name, int(at))
                 self._sums[key] = self._sums.get(key, 0) + total
 
-    def settle(self, results: list[tuple[list[counters.Entry], Exception | None]]) -> FlushReport:
+    def settle(
+        self, results: list[tuple[list[counters.Entry], WebtierError | None]]
+    ) -> FlushReport:
         """Keep what did not reach Redis; count what was applied or lost."""
         sent = kept = lost = 0
         for entries, error in results:
@@ -138,8 +140,30 @@ class Tally:
         return FlushReport(sent, kept, lost)
 
 
+def check_interval(flush_interval: object) -> float:
+    """``flush_interval`` if it is a valid one, else ConfigError."""
+    if not (_is_seconds(flush_interval, 0, MAX_INTERVAL) and flush_interval > 0):  # type: ignore[operator]
+        raise ConfigError(f"flush_interval must be > 0 seconds, at most {MAX_INTERVAL}")
+    return float(flush_interval)  # type: ignore[arg-type]
+
+
+class Tallies(Protocol):
+    """What a recorder's flushes need of its in-process tally: the entries
+    waiting (taken away), and what to do with each flush's outcome."""
+
+    def take(self) -> list[Any]: ...
+
+    def settle(self, results: list[tuple[list[Any], WebtierError | None]]) -> FlushReport: ...
+
+    def close(self) -> None: ...
+
+
 class _RecorderBase:
-    """What the sync and asyncio recorders share: the tally and its timing."""
+    """What every batched recorder shares, sync or asyncio, counters or
+    statistics: the interval and its checks, the tally and the flush's
+    operation (both given by subclasses)."""
+
+    _what = "counter"  # for the log
 
     def __init__(
         self,
@@ -148,13 +172,27 @@ class _RecorderBase:
         max_pending: int,
         wake: threading.Event | asyncio.Event,
     ) -> None:
-        if not (_is_seconds(flush_interval, 0, MAX_INTERVAL) and flush_interval > 0):
-            raise ConfigError(f"flush_interval must be > 0 seconds, at most {MAX_INTERVAL}")
+        check_interval(flush_interval)
         if not (_is_int(max_pending) and max_pending >= 1):
             raise ConfigError("max_pending must be an int >= 1")
         self._config, self._interval, self._wake = config, flush_interval, wake
-        self._tally = Tally(config.counters.granule, max_pending, wake.set)
-        self.incr = self._tally.add
+        self._tally = self._new_tally(max_pending, wake.set)
+
+    def _new_tally(self, max_pending: int, on_full: Callable[[], None]) -> Tallies:
+        raise NotImplementedError
+
+    def _send(self, entries: list[Any]) -> Op[list[tuple[list[Any], WebtierError | None]]]:
+        """The operation a flush runs."""
+        raise NotImplementedError
+
+
+class _CounterTally(_RecorderBase):
+    """Counters: sums per (counter, granule), added with ``incr()``."""
+
+    def _new_tally(self, max_pending: int, on_full: Callable[[], None]) -> Tallies:
+        tally = Tally(self._config.counters.granule, max_pending, on_full)
+        self.incr = tally.add
+        return tally
 
     def _send(
         self, entries: list[counters.Entry]
@@ -163,14 +201,9 @@ class _RecorderBase:
         return counters.record_many(self._config, entries)
 
 
-class Recorder(_RecorderBase):
-    """Batched recording for the sync API; flushes from a daemon thread.
-
-    Use it as a context manager or call :meth:`close`; an interpreter that
-    exits normally flushes it too (atexit). A process killed by SIGTERM runs
-    no atexit hook: call :meth:`flush_on_signals` from the main thread to
-    flush first, or stop the process through your server's graceful shutdown.
-    """
+class SyncFlusher(_RecorderBase):
+    """The sync recorders' flushing: a daemon thread, ``close()``, atexit,
+    signals. Subclasses give the tally and the flush's operation."""
 
     _wake: threading.Event
 
@@ -238,23 +271,18 @@ class Recorder(_RecorderBase):
             try:
                 self.flush()
             except Exception:  # the thread must outlive a bad flush
-                log.exception("counter flush failed")
+                log.exception("%s flush failed", self._what)
 
-    def __enter__(self) -> Recorder:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-class AsyncRecorder(_RecorderBase):
-    """Batched recording for the asyncio API; flushes from a task.
-
-    Create it inside a running loop, call :meth:`incr` from that loop's
-    thread, and ``await aclose()`` (or use ``async with``) before the loop ends.
-    A process killed by SIGTERM ends no loop gracefully: call
-    :meth:`flush_on_signals` to flush first.
-    """
+class AsyncFlusher(_RecorderBase):
+    """The asyncio recorders' flushing: a task, ``aclose()``, signals.
+    Subclasses give the tally and the flush's operation."""
 
     _wake: asyncio.Event
 
@@ -326,10 +354,30 @@ class AsyncRecorder(_RecorderBase):
             try:
                 await self.flush()
             except Exception:
-                log.exception("counter flush failed")
+                log.exception("%s flush failed", self._what)
 
-    async def __aenter__(self) -> AsyncRecorder:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class Recorder(_CounterTally, SyncFlusher):
+    """Batched recording for the sync API; flushes from a daemon thread.
+
+    Use it as a context manager or call :meth:`close`; an interpreter that
+    exits normally flushes it too (atexit). A process killed by SIGTERM runs
+    no atexit hook: call :meth:`flush_on_signals` from the main thread to
+    flush first, or stop the process through your server's graceful shutdown.
+    """
+
+
+class AsyncRecorder(_CounterTally, AsyncFlusher):
+    """Batched recording for the asyncio API; flushes from a task.
+
+    Create it inside a running loop, call :meth:`incr` from that loop's
+    thread, and ``await aclose()`` (or use ``async with``) before the loop ends.
+    A process killed by SIGTERM ends no loop gracefully: call
+    :meth:`flush_on_signals` to flush first.
+    """
