@@ -24,7 +24,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, TypeVar
 
 from webtier._core.keys import check_name
 from webtier._core.protocol import Op
@@ -38,6 +38,7 @@ from webtier.types import FlushReport
 # The longest flush interval: a day (a longer wait overflows some timers).
 MAX_INTERVAL = 86400
 log = logging.getLogger("webtier.recorder")
+E = TypeVar("E")
 
 
 class Tally:
@@ -127,17 +128,29 @@ class Tally:
         self, results: list[tuple[list[counters.Entry], WebtierError | None]]
     ) -> FlushReport:
         """Keep what did not reach Redis; count what was applied or lost."""
-        sent = kept = lost = 0
-        for entries, error in results:
-            if error is None:
-                sent += len(entries)
-            elif isinstance(error, RedisUnavailable) and not isinstance(error, OutcomeUnknown):
-                self.put_back(entries)
-                kept += len(entries)
-            else:
-                lost += len(entries)
-                log.error("lost %d counter sums: %s", len(entries), error)
-        return FlushReport(sent, kept, lost)
+        return settle(results, self.put_back, "counter sums")
+
+
+def settle(
+    results: list[tuple[list[E], WebtierError | None]],
+    put_back: Callable[[list[E]], None],
+    what: str,
+) -> FlushReport:
+    """A flush's outcome, entry by entry: entries whose request provably did
+    not reach Redis are put back, for the next flush; those whose outcome is
+    unknown (a lost reply: never sent twice) or that Redis refused are lost,
+    and logged as ``what``."""
+    sent = kept = lost = 0
+    for entries, error in results:
+        if error is None:
+            sent += len(entries)
+        elif isinstance(error, RedisUnavailable) and not isinstance(error, OutcomeUnknown):
+            put_back(entries)
+            kept += len(entries)
+        else:
+            lost += len(entries)
+            log.error("lost %d %s: %s", len(entries), what, error)
+    return FlushReport(sent, kept, lost)
 
 
 def check_interval(flush_interval: object) -> float:

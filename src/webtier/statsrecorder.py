@@ -24,7 +24,6 @@ deviation equal to the last few bits of a double (see docs/stats.md).
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 
@@ -33,12 +32,9 @@ from webtier._core.protocol import Op
 from webtier._ops import stats
 from webtier._ops.stats_batch import Batch, Entry, Results, merge_many
 from webtier.config import Config
-from webtier.errors import OutcomeUnknown, RedisUnavailable
 from webtier.histogram import bucket_of
-from webtier.recorder import AsyncFlusher, SyncFlusher, Tallies
+from webtier.recorder import AsyncFlusher, SyncFlusher, Tallies, settle
 from webtier.types import FlushReport
-
-log = logging.getLogger("webtier.stats")
 
 # (context, type) pairs checked once and remembered; beyond this many, the
 # memory is cleared (it bounds the cache, not the names).
@@ -98,18 +94,7 @@ class StatsTally:
 
     def settle(self, results: Results) -> FlushReport:
         """Keep what did not reach Redis; count what was merged or lost."""
-        sent = kept = lost = 0
-        for entries, error in results:
-            if error is None:
-                sent += len(entries)
-            elif isinstance(error, RedisUnavailable) and not isinstance(error, OutcomeUnknown):
-                self.put_back(entries)
-                kept += len(entries)
-            else:
-                lost += len(entries)
-                values = sum(batch.count for _, _, batch in entries)
-                log.error("lost %d values of %d statistics: %s", values, len(entries), error)
-        return FlushReport(sent, kept, lost)
+        return settle(results, self.put_back, "statistics' batches")
 
     def close(self) -> None:
         """Refuse further values (what waits can still be taken)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 import uuid
 from typing import Any
 
@@ -111,78 +112,65 @@ def test_batched_figures_equal_recording_one_by_one(
     asyncio.run(run())
 
 
-def test_one_flush_is_one_call_per_context_and_type(redis_url: str, config: Config) -> None:
-    client = webtier.connect(redis_url)
-    tier = webtier.WebTier(client, config)
-    try:
-        with tier.stats.recorder(flush_interval=3600) as recorder:
-            for i in range(1000):
-                recorder.record(f"/route/{i % 4}", ACCESS, i / 1000, failed=i % 100 == 0)
-                recorder.record("/checkout", "BasketSize", i % 7)
-            assert recorder.flush() == FlushReport(5, 0, 0)
-            assert recorder.flush() == FlushReport(0, 0, 0)  # nothing left
-        found = tier.stats.get_many([f"/route/{k}" for k in range(4)], ACCESS)
-        assert [s.count for s in found.values()] == [250] * 4
-        assert sum(s.errors for s in found.values()) == 10
-        assert tier.stats.get("/checkout", "BasketSize").max == 6
-    finally:
-        webtier.disconnect(client)
+@pytest.fixture
+def sync_tier(sync_client: Any, config: Config) -> webtier.WebTier:
+    return webtier.WebTier(sync_client, config)
 
 
-def test_close_flushes_and_a_closed_recorder_refuses_values(redis_url: str, config: Config) -> None:
-    client = webtier.connect(redis_url)
-    tier = webtier.WebTier(client, config)
-    try:
-        recorder = tier.stats.recorder(flush_interval=3600)
+def test_one_flush_is_one_call_per_context_and_type(sync_tier: webtier.WebTier) -> None:
+    tier = sync_tier
+    with tier.stats.recorder(flush_interval=3600) as recorder:
+        for i in range(1000):
+            recorder.record(f"/route/{i % 4}", ACCESS, i / 1000, failed=i % 100 == 0)
+            recorder.record("/checkout", "BasketSize", i % 7)
+        assert recorder.flush() == FlushReport(5, 0, 0)
+        assert recorder.flush() == FlushReport(0, 0, 0)  # nothing left
+    found = tier.stats.get_many([f"/route/{k}" for k in range(4)], ACCESS)
+    assert [s.count for s in found.values()] == [250] * 4
+    assert sum(s.errors for s in found.values()) == 10
+    assert tier.stats.get("/checkout", "BasketSize").max == 6
+
+
+def test_close_flushes_and_a_closed_recorder_refuses_values(sync_tier: webtier.WebTier) -> None:
+    tier = sync_tier
+    recorder = tier.stats.recorder(flush_interval=3600)
+    recorder.record("/", ACCESS, 0.25)
+    assert recorder.close() == FlushReport(1, 0, 0)
+    assert tier.stats.get("/", ACCESS).count == 1
+    with pytest.raises(RuntimeError, match="closed"):
         recorder.record("/", ACCESS, 0.25)
-        assert recorder.close() == FlushReport(1, 0, 0)
-        assert tier.stats.get("/", ACCESS).count == 1
-        with pytest.raises(RuntimeError, match="closed"):
-            recorder.record("/", ACCESS, 0.25)
-    finally:
-        webtier.disconnect(client)
 
 
-def test_the_interval_and_max_pending_flush_on_their_own(redis_url: str, config: Config) -> None:
-    client = webtier.connect(redis_url)
-    tier = webtier.WebTier(client, config)
-    try:
-        with tier.stats.recorder(flush_interval=0.05) as recorder:
-            recorder.record("/tick", ACCESS, 0.1)
-            wait_for(lambda: tier.stats.get("/tick", ACCESS).count == 1)
-        with tier.stats.recorder(flush_interval=3600, max_pending=50) as recorder:
-            for _ in range(50):
-                recorder.record("/burst", ACCESS, 0.1)
-            wait_for(lambda: tier.stats.get("/burst", ACCESS).count == 50)
-    finally:
-        webtier.disconnect(client)
+def test_the_interval_and_max_pending_flush_on_their_own(sync_tier: webtier.WebTier) -> None:
+    tier = sync_tier
+    with tier.stats.recorder(flush_interval=0.05) as recorder:
+        recorder.record("/tick", ACCESS, 0.1)
+        wait_for(lambda: tier.stats.get("/tick", ACCESS).count == 1)
+    with tier.stats.recorder(flush_interval=3600, max_pending=50) as recorder:
+        for _ in range(50):
+            recorder.record("/burst", ACCESS, 0.1)
+        wait_for(lambda: tier.stats.get("/burst", ACCESS).count == 50)
 
 
 def wait_for(condition: Any, seconds: float = 10) -> None:
-    import time
-
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "not flushed in time"
         time.sleep(0.02)
 
 
-def test_inputs_are_checked_when_recorded(redis_url: str, config: Config) -> None:
-    client = webtier.connect(redis_url)
-    tier = webtier.WebTier(client, config)
-    try:
-        with tier.stats.recorder(flush_interval=3600) as recorder:
-            for context, stat_type, value in [
-                ("", ACCESS, 1.0),
-                ("/", "not a type", 1.0),
-                ("/", ACCESS, -1.0),  # AccessTime is never negative
-                ("/", DELTA, math.nan),
-                ("/", DELTA, 1e16),
-                ("/", DELTA, "1"),
-                ("/", DELTA, True),
-            ]:
-                with pytest.raises(webtier.InvalidInput):
-                    recorder.record(context, stat_type, value)
-            assert recorder.flush() == FlushReport(0, 0, 0)
-    finally:
-        webtier.disconnect(client)
+def test_inputs_are_checked_when_recorded(sync_tier: webtier.WebTier) -> None:
+    tier = sync_tier
+    with tier.stats.recorder(flush_interval=3600) as recorder:
+        for context, stat_type, value in [
+            ("", ACCESS, 1.0),
+            ("/", "not a type", 1.0),
+            ("/", ACCESS, -1.0),  # AccessTime is never negative
+            ("/", DELTA, math.nan),
+            ("/", DELTA, 1e16),
+            ("/", DELTA, "1"),
+            ("/", DELTA, True),
+        ]:
+            with pytest.raises(webtier.InvalidInput):
+                recorder.record(context, stat_type, value)
+        assert recorder.flush() == FlushReport(0, 0, 0)

@@ -1,5 +1,6 @@
 -- Merge a batch of values of one (context, type), summed in process, into
--- the record of the current period, atomically, in one slot.
+-- the record of the current period, atomically, in one slot. After
+-- stats_prelude.lua (server_period, created).
 --
 -- KEYS[1] = the record of (context, type) for the period starting at ARGV[2]: hash
 --           count, sum, m2 (sum of squared deviations), min, max, errors,
@@ -29,8 +30,7 @@
 -- the values one by one (Welford), with no sum of squares to cancel.
 
 local period = tonumber(ARGV[1])
-local now = tonumber(redis.call('TIME')[1])
-local start = now - now % period
+local start = server_period(period)
 if start ~= tonumber(ARGV[2]) then return {0, start} end
 
 local key = KEYS[1]
@@ -59,12 +59,6 @@ end
 if ARGV[9] ~= '0' then redis.call('HINCRBY', key, 'errors', ARGV[9]) end
 
 if not na then
-  local expire_at = (start + (tonumber(ARGV[3]) + 1) * period) * 1000
-  redis.call('PEXPIREAT', key, expire_at)
-  -- List the context once per period, up to the cap, as stats_record.lua.
-  if #KEYS == 2 and redis.call('SCARD', KEYS[2]) < tonumber(ARGV[11]) then
-    redis.call('SADD', KEYS[2], ARGV[10])
-    redis.call('PEXPIREAT', KEYS[2], expire_at)
-  end
+  created(key, start, period, tonumber(ARGV[3]), KEYS[2], ARGV[10], tonumber(ARGV[11]))
 end
 return {1, n, sum, m2}
