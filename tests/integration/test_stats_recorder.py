@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import webtier
-from webtier.config import Config
+from webtier.config import Config, RetryPolicy
+from webtier.testing import RedisServer
 from webtier.types import FlushReport, Summary
 
 pytestmark = pytest.mark.usefixtures("steady_hour")
@@ -174,3 +175,24 @@ def test_inputs_are_checked_when_recorded(sync_tier: webtier.WebTier) -> None:
             with pytest.raises(webtier.InvalidInput):
                 recorder.record(context, stat_type, value)
         assert recorder.flush() == FlushReport(0, 0, 0)
+
+
+def test_a_flush_that_cannot_reach_redis_is_kept_for_the_next() -> None:
+    with RedisServer.start() as server:
+        policy = RetryPolicy(attempts=1, backoff=0.01, backoff_cap=0.01)
+        client = server.client(socket_timeout=0.5)
+        tier = webtier.WebTier(client, Config(prefix="kept", retry=policy))
+        try:
+            with tier.stats.recorder(flush_interval=3600) as recorder:
+                server.kill()  # before any connection: the flush provably sends nothing
+                recorder.record("/", ACCESS, 1.0)
+                recorder.record("/", ACCESS, 3.0)
+                assert recorder.flush() == FlushReport(0, 1, 0)
+                recorder.record("/", ACCESS, 5.0, failed=True)  # meets the kept batch
+                server.launch()
+                assert recorder.flush() == FlushReport(1, 0, 0)
+            summary = tier.stats.get("/", ACCESS)
+            assert (summary.count, summary.sum, summary.min, summary.max) == (3, 9.0, 1.0, 5.0)
+            assert (summary.stddev, summary.errors) == (2.0, 1)
+        finally:
+            client.close()
