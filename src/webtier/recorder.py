@@ -7,6 +7,10 @@ counter and per *granule*, the longest slice inside one slice of every
 precision (1 s with the book's precisions), so a flushed sum lands in exactly
 the slices its increments would have reached one by one.
 
+The flushing (a thread or a task, close, atexit, signals) is shared with the
+statistics' recorder (:mod:`webtier.statsrecorder`), which has another
+tally and another flush.
+
 What a crash can lose: the increments not yet flushed, at most
 ``flush_interval`` seconds or ``max_pending`` increments of them. A flush whose
 reply is lost is not sent again (it may have been applied: at most once); a
@@ -31,7 +35,6 @@ from webtier._core.protocol import Op
 from webtier._ops import counters
 from webtier.config import Config
 from webtier.config.validate import is_int as _is_int
-from webtier.config.validate import is_seconds as _is_seconds
 from webtier.errors import ConfigError, OutcomeUnknown, RedisUnavailable, WebtierError
 from webtier.types import FlushReport
 
@@ -73,7 +76,9 @@ class Tally:
             nonlocal pending
             if closed:
                 raise RuntimeError("this recorder is closed")
-            if name not in checked:
+            # A str first: an unhashable name would make the lookup raise
+            # TypeError where check_name raises InvalidInput.
+            if name.__class__ is not str or name not in checked:
                 check_name("name", name)
                 if len(checked) > 100_000:  # bound the cache, not the names
                     checked.clear()
@@ -155,9 +160,13 @@ def settle(
 
 def check_interval(flush_interval: object) -> float:
     """``flush_interval`` if it is a valid one, else ConfigError."""
-    if not (_is_seconds(flush_interval, 0, MAX_INTERVAL) and flush_interval > 0):  # type: ignore[operator]
+    if not (
+        isinstance(flush_interval, int | float)
+        and not isinstance(flush_interval, bool)
+        and 0 < flush_interval <= MAX_INTERVAL  # refuses NaN too
+    ):
         raise ConfigError(f"flush_interval must be > 0 seconds, at most {MAX_INTERVAL}")
-    return float(flush_interval)  # type: ignore[arg-type]
+    return float(flush_interval)
 
 
 class Tallies(Protocol):

@@ -59,7 +59,9 @@ class StatsTally:
         if self._closed:
             raise RuntimeError("this recorder is closed")
         key = (context, type)
-        if key not in self._checked:
+        # Both str first: an unhashable argument would make the lookup raise
+        # TypeError where the checks raise InvalidInput.
+        if context.__class__ is not str or type.__class__ is not str or key not in self._checked:
             check_name("context", context)
             check_stat_type(type)
             if len(self._checked) > _CHECKED_MAX:

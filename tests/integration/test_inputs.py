@@ -265,6 +265,7 @@ async def _record_and_close(api: str, recorder: Any) -> None:
         ("/", "Delta", float("inf")),
         ("/", "Delta", "1"),
         (b"/", "Delta", 1),
+        (["/"], "Delta", 1),
     ]:
         await outcome(lambda c=context, t=stat_type, v=value: recorder.record(c, t, v))
     await _close(api, recorder)

@@ -171,6 +171,8 @@ def test_inputs_are_checked_when_recorded(sync_tier: webtier.WebTier) -> None:
             ("/", DELTA, 1e16),
             ("/", DELTA, "1"),
             ("/", DELTA, True),
+            (["/"], DELTA, 1.0),  # unhashable: refused all the same
+            ("/", {DELTA}, 1.0),
         ]:
             with pytest.raises(webtier.InvalidInput):
                 recorder.record(context, stat_type, value)
