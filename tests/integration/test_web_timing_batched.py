@@ -4,8 +4,9 @@ Redis outage during a flush, shutdown."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -31,10 +32,10 @@ async def item(request: Request) -> Response:
     return PlainTextResponse(f"item {request.path_params.get('id', '')}")
 
 
-def shop(tier: webtier.AsyncWebTier, **options: Any) -> Starlette:
+def shop(tier: webtier.AsyncWebTier, lifespan: Any = None, **options: Any) -> Starlette:
     routes = [Route("/item/{id:int}", item), Route("/cart", item)]
     timed = Middleware(timing.ASGIMiddleware, tier=tier, **options)
-    return Starlette(routes=routes, middleware=[timed])
+    return Starlette(routes=routes, middleware=[timed], lifespan=lifespan)
 
 
 @pytest.fixture
@@ -81,13 +82,21 @@ async def test_requests_share_round_trips(
     assert batched <= one_by_one / 10, (batched, one_by_one)
 
 
-async def test_shutdown_flushes_and_later_requests_record_one_by_one(
+async def test_shutdown_flushes_before_the_apps_own_shutdown_runs(
     async_client: Any, config: Config
 ) -> None:
     tier = webtier.AsyncWebTier(async_client, config)
-    app = shop(tier, flush_interval=3600)  # nothing flushes but the shutdown
+    at_shutdown = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        # Where an app closes its clients: the durations are in Redis already.
+        at_shutdown.append((await tier.stats.get("/cart", ACCESS)).count)
+
+    app = shop(tier, lifespan, flush_interval=3600)  # nothing flushes but the shutdown
     await serve(app, ["/cart"] * 5)
-    assert (await tier.stats.get("/cart", ACCESS)).count == 5
+    assert at_shutdown == [5]
     # After the shutdown (a server reusing the app): direct records.
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://s") as http:
@@ -125,5 +134,6 @@ async def test_an_outage_during_flushes_fails_no_request_and_loses_no_value(
                 assert (await http.get("/cart")).status_code == 200
         summary = await tier.stats.get("/cart", ACCESS)
         assert summary.count == 30  # kept through the outage, merged once back
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # nothing lost
     finally:
         await client.aclose()

@@ -14,7 +14,8 @@ By default the durations are batched (``batched=True``): each request adds
 its own to an in-process recorder, flushed every ``flush_interval`` seconds
 with one script call per route, instead of a round trip per request. The
 recorder is created on the first request, in the server's event loop, and
-flushed on the lifespan's shutdown; an app run without a lifespan calls
+flushed when the lifespan's shutdown arrives, before the app's own shutdown
+runs; an app run without a lifespan calls
 ``await middleware.aclose()`` before its loop ends (what is not flushed by
 then is lost, as with a crash).
 """
@@ -138,7 +139,7 @@ class ASGIMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan" and self.batched:
-            await self.app(scope, receive, self._flushing_on_shutdown(send))
+            await self.app(scope, self._flushing_on_shutdown(receive), send)
             return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -165,15 +166,19 @@ class ASGIMiddleware:
             raise
         await self._record(scope, elapsed(), status >= 500)
 
-    def _flushing_on_shutdown(self, send: Send) -> Send:
-        async def flushing_send(message: Message) -> None:
-            # Flushed before the server hears the app is done: after that,
-            # it may end the loop the recorder's task runs in.
-            if message["type"] in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
+    def _flushing_on_shutdown(self, receive: Receive) -> Receive:
+        async def flushing_receive() -> Message:
+            message = await receive()
+            # Flushed before the app hears of the shutdown: its own shutdown
+            # may close the tier's client, and once it answers, the server
+            # may end the loop the recorder's task runs in. The server has
+            # stopped taking requests by then; any later one is recorded
+            # directly.
+            if message["type"] == "lifespan.shutdown":
                 await self.aclose()
-            await send(message)
+            return message
 
-        return flushing_send
+        return flushing_receive
 
     def _current_recorder(self) -> AsyncStatsRecorder:
         loop = asyncio.get_running_loop()
