@@ -102,6 +102,9 @@ async def test_shutdown_flushes_before_the_apps_own_shutdown_runs(
     async with httpx.AsyncClient(transport=transport, base_url="http://s") as http:
         await http.get("/cart")
     assert (await tier.stats.get("/cart", ACCESS)).count == 6
+    # Served again: batched again, flushed by this run's shutdown.
+    await serve(app, ["/cart"] * 2)
+    assert at_shutdown == [5, 8]
 
 
 @pytest.fixture

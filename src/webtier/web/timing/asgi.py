@@ -176,6 +176,8 @@ class ASGIMiddleware:
             # directly.
             if message["type"] == "lifespan.shutdown":
                 await self.aclose()
+            elif message["type"] == "lifespan.startup":
+                self._closed = False  # served again (a test client's next run): batched again
             return message
 
         return flushing_receive
