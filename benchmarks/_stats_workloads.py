@@ -65,6 +65,27 @@ def webtier_record(url: str, histograms: bool = True) -> Iterator[Loop]:
 
 
 @contextlib.contextmanager
+def webtier_batched(url: str, flush_interval: float = 0.1) -> Iterator[Loop]:
+    """``recorder.record(context, "AccessTime", value)`` on a
+    ``tier.stats.recorder()``: values summed in process, each context's
+    merged with one script call per flush (from the recorder's thread, which
+    shares the process); the last flush is timed too."""
+    with tier_on(url) as tier, tier.stats.recorder(flush_interval=flush_interval) as recorder:
+        tier.stats.record(CONTEXTS[0], ACCESS_TIME, VALUES[0])  # loads record's script
+        recorder.record(CONTEXTS[0], ACCESS_TIME, VALUES[0])
+        recorder.flush()  # and the merge's
+        record = recorder.record
+        turns = _turns()
+
+        def step() -> None:
+            contexts, values = next(turns)
+            for context, value in zip(contexts, values, strict=True):
+                record(context, ACCESS_TIME, value)
+
+        yield Loop(step, PER_STEP, finish=recorder.flush)
+
+
+@contextlib.contextmanager
 def book_record(url: str) -> Iterator[Loop]:
     """The book's ``update_stats``: WATCH, GET, then the MULTI block."""
     with client_on(url, decode_responses=True) as conn:

@@ -30,6 +30,7 @@ NAMES = {
     "AsyncTopItems": "TopItems",
     "AsyncViewAggregator": "ViewAggregator",
     "AsyncRecorder": "Recorder",
+    "AsyncStatsRecorder": "StatsRecorder",
     "AsyncAccessTimer": "AccessTimer",
 }
 

@@ -18,6 +18,7 @@ holds plain functions and classes. Sections:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
@@ -29,7 +30,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
@@ -817,3 +818,24 @@ def ranking_scores(client: Any, config: Config) -> dict[str, float]:
             assert ranking_ops.shard_for(config, name) == shard, f"{name} in the wrong shard"
             found[name] = score
     return found
+
+
+# -- ASGI --------------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def asgi_lifespan(app: Any) -> AsyncIterator[None]:
+    """What an ASGI server does around serving ``app``: the lifespan's
+    startup before, its shutdown after (httpx's ASGITransport runs neither)."""
+    to_app: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    from_app: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+    task = asyncio.get_running_loop().create_task(app(scope, to_app.get, from_app.put))
+    await to_app.put({"type": "lifespan.startup"})
+    assert (await from_app.get())["type"] == "lifespan.startup.complete"
+    try:
+        yield
+    finally:
+        await to_app.put({"type": "lifespan.shutdown"})
+        assert (await from_app.get())["type"] == "lifespan.shutdown.complete"
+        await task

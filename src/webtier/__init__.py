@@ -47,6 +47,7 @@ from webtier.pagerules import CacheRoute, PageRequest, PageRules, RankAdmission,
 from webtier.ranking import AsyncTopItems, AsyncViewAggregator, TopItems, ViewAggregator
 from webtier.recorder import AsyncRecorder, Recorder
 from webtier.rowsource import FunctionSource, Source
+from webtier.statsrecorder import AsyncStatsRecorder, StatsRecorder
 from webtier.sync import WebTier
 from webtier.timing import AccessTimer, AsyncAccessTimer
 from webtier.types import (
@@ -140,6 +141,8 @@ __all__ = [
     "AsyncAccessTimer",
     "Recorder",
     "AsyncRecorder",
+    "StatsRecorder",
+    "AsyncStatsRecorder",
     "TopItems",
     "AsyncTopItems",
     "ViewAggregator",

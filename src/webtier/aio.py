@@ -26,6 +26,7 @@ from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
 from webtier.ranking import AsyncTopItems, AsyncViewAggregator, ViewCounter
 from webtier.recorder import AsyncRecorder
+from webtier.statsrecorder import AsyncStatsRecorder
 from webtier.timing import AsyncAccessTimer
 
 
@@ -62,6 +63,16 @@ class Stats(Part):
         as ``context``'s ``AccessTime``, even when it raises: see
         :mod:`webtier.timing`."""
         return AsyncAccessTimer(self._run, self._config, context)
+
+    def recorder(
+        self, *, flush_interval: float = 0.1, max_pending: int = 10_000
+    ) -> AsyncStatsRecorder:
+        """A batched recorder of statistics (create it in a running loop):
+        one script call per (context, type) per flush instead of a round
+        trip per value; see :mod:`webtier.statsrecorder`."""
+        return AsyncStatsRecorder(
+            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
+        )
 
 
 class Workers(Part):

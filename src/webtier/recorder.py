@@ -7,6 +7,10 @@ counter and per *granule*, the longest slice inside one slice of every
 precision (1 s with the book's precisions), so a flushed sum lands in exactly
 the slices its increments would have reached one by one.
 
+The flushing (a thread or a task, close, atexit, signals) is shared with the
+statistics' recorder (:mod:`webtier.statsrecorder`), which has another
+tally and another flush.
+
 What a crash can lose: the increments not yet flushed, at most
 ``flush_interval`` seconds or ``max_pending`` increments of them. A flush whose
 reply is lost is not sent again (it may have been applied: at most once); a
@@ -24,20 +28,20 @@ import threading
 import time
 import types
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 from webtier._core.keys import check_name
 from webtier._core.protocol import Op
 from webtier._ops import counters
 from webtier.config import Config
 from webtier.config.validate import is_int as _is_int
-from webtier.config.validate import is_seconds as _is_seconds
 from webtier.errors import ConfigError, OutcomeUnknown, RedisUnavailable, WebtierError
 from webtier.types import FlushReport
 
 # The longest flush interval: a day (a longer wait overflows some timers).
 MAX_INTERVAL = 86400
 log = logging.getLogger("webtier.recorder")
+E = TypeVar("E")
 
 
 class Tally:
@@ -72,7 +76,9 @@ class Tally:
             nonlocal pending
             if closed:
                 raise RuntimeError("this recorder is closed")
-            if name not in checked:
+            # A str first: an unhashable name would make the lookup raise
+            # TypeError where check_name raises InvalidInput.
+            if name.__class__ is not str or name not in checked:
                 check_name("name", name)
                 if len(checked) > 100_000:  # bound the cache, not the names
                     checked.clear()
@@ -123,23 +129,63 @@ class Tally:
                 key = (name, int(at))
                 self._sums[key] = self._sums.get(key, 0) + total
 
-    def settle(self, results: list[tuple[list[counters.Entry], Exception | None]]) -> FlushReport:
+    def settle(
+        self, results: list[tuple[list[counters.Entry], WebtierError | None]]
+    ) -> FlushReport:
         """Keep what did not reach Redis; count what was applied or lost."""
-        sent = kept = lost = 0
-        for entries, error in results:
-            if error is None:
-                sent += len(entries)
-            elif isinstance(error, RedisUnavailable) and not isinstance(error, OutcomeUnknown):
-                self.put_back(entries)
-                kept += len(entries)
-            else:
-                lost += len(entries)
-                log.error("lost %d counter sums: %s", len(entries), error)
-        return FlushReport(sent, kept, lost)
+        return settle(results, self.put_back, "counter sums")
+
+
+def settle(
+    results: list[tuple[list[E], WebtierError | None]],
+    put_back: Callable[[list[E]], None],
+    what: str,
+) -> FlushReport:
+    """A flush's outcome, entry by entry: entries whose request provably did
+    not reach Redis are put back, for the next flush; those whose outcome is
+    unknown (a lost reply: never sent twice) or that Redis refused are lost,
+    and logged as ``what``."""
+    sent = kept = lost = 0
+    for entries, error in results:
+        if error is None:
+            sent += len(entries)
+        elif isinstance(error, RedisUnavailable) and not isinstance(error, OutcomeUnknown):
+            put_back(entries)
+            kept += len(entries)
+        else:
+            lost += len(entries)
+            log.error("lost %d %s: %s", len(entries), what, error)
+    return FlushReport(sent, kept, lost)
+
+
+def check_interval(flush_interval: object) -> float:
+    """``flush_interval`` if it is a valid one, else ConfigError."""
+    if not (
+        isinstance(flush_interval, int | float)
+        and not isinstance(flush_interval, bool)
+        and 0 < flush_interval <= MAX_INTERVAL  # refuses NaN too
+    ):
+        raise ConfigError(f"flush_interval must be > 0 seconds, at most {MAX_INTERVAL}")
+    return float(flush_interval)
+
+
+class Tallies(Protocol):
+    """What a recorder's flushes need of its in-process tally: the entries
+    waiting (taken away), and what to do with each flush's outcome."""
+
+    def take(self) -> list[Any]: ...
+
+    def settle(self, results: list[tuple[list[Any], WebtierError | None]]) -> FlushReport: ...
+
+    def close(self) -> None: ...
 
 
 class _RecorderBase:
-    """What the sync and asyncio recorders share: the tally and its timing."""
+    """What every batched recorder shares, sync or asyncio, counters or
+    statistics: the interval and its checks, the tally and the flush's
+    operation (both given by subclasses)."""
+
+    _what = "counter"  # for the log
 
     def __init__(
         self,
@@ -148,13 +194,27 @@ class _RecorderBase:
         max_pending: int,
         wake: threading.Event | asyncio.Event,
     ) -> None:
-        if not (_is_seconds(flush_interval, 0, MAX_INTERVAL) and flush_interval > 0):
-            raise ConfigError(f"flush_interval must be > 0 seconds, at most {MAX_INTERVAL}")
+        check_interval(flush_interval)
         if not (_is_int(max_pending) and max_pending >= 1):
             raise ConfigError("max_pending must be an int >= 1")
         self._config, self._interval, self._wake = config, flush_interval, wake
-        self._tally = Tally(config.counters.granule, max_pending, wake.set)
-        self.incr = self._tally.add
+        self._tally = self._new_tally(max_pending, wake.set)
+
+    def _new_tally(self, max_pending: int, on_full: Callable[[], None]) -> Tallies:
+        raise NotImplementedError
+
+    def _send(self, entries: list[Any]) -> Op[list[tuple[list[Any], WebtierError | None]]]:
+        """The operation a flush runs."""
+        raise NotImplementedError
+
+
+class _CounterTally(_RecorderBase):
+    """Counters: sums per (counter, granule), added with ``incr()``."""
+
+    def _new_tally(self, max_pending: int, on_full: Callable[[], None]) -> Tallies:
+        tally = Tally(self._config.counters.granule, max_pending, on_full)
+        self.incr = tally.add
+        return tally
 
     def _send(
         self, entries: list[counters.Entry]
@@ -163,14 +223,9 @@ class _RecorderBase:
         return counters.record_many(self._config, entries)
 
 
-class Recorder(_RecorderBase):
-    """Batched recording for the sync API; flushes from a daemon thread.
-
-    Use it as a context manager or call :meth:`close`; an interpreter that
-    exits normally flushes it too (atexit). A process killed by SIGTERM runs
-    no atexit hook: call :meth:`flush_on_signals` from the main thread to
-    flush first, or stop the process through your server's graceful shutdown.
-    """
+class SyncFlusher(_RecorderBase):
+    """The sync recorders' flushing: a daemon thread, ``close()``, atexit,
+    signals. Subclasses give the tally and the flush's operation."""
 
     _wake: threading.Event
 
@@ -238,23 +293,18 @@ class Recorder(_RecorderBase):
             try:
                 self.flush()
             except Exception:  # the thread must outlive a bad flush
-                log.exception("counter flush failed")
+                log.exception("%s flush failed", self._what)
 
-    def __enter__(self) -> Recorder:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-class AsyncRecorder(_RecorderBase):
-    """Batched recording for the asyncio API; flushes from a task.
-
-    Create it inside a running loop, call :meth:`incr` from that loop's
-    thread, and ``await aclose()`` (or use ``async with``) before the loop ends.
-    A process killed by SIGTERM ends no loop gracefully: call
-    :meth:`flush_on_signals` to flush first.
-    """
+class AsyncFlusher(_RecorderBase):
+    """The asyncio recorders' flushing: a task, ``aclose()``, signals.
+    Subclasses give the tally and the flush's operation."""
 
     _wake: asyncio.Event
 
@@ -326,10 +376,30 @@ class AsyncRecorder(_RecorderBase):
             try:
                 await self.flush()
             except Exception:
-                log.exception("counter flush failed")
+                log.exception("%s flush failed", self._what)
 
-    async def __aenter__(self) -> AsyncRecorder:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class Recorder(_CounterTally, SyncFlusher):
+    """Batched recording for the sync API; flushes from a daemon thread.
+
+    Use it as a context manager or call :meth:`close`; an interpreter that
+    exits normally flushes it too (atexit). A process killed by SIGTERM runs
+    no atexit hook: call :meth:`flush_on_signals` from the main thread to
+    flush first, or stop the process through your server's graceful shutdown.
+    """
+
+
+class AsyncRecorder(_CounterTally, AsyncFlusher):
+    """Batched recording for the asyncio API; flushes from a task.
+
+    Create it inside a running loop, call :meth:`incr` from that loop's
+    thread, and ``await aclose()`` (or use ``async with``) before the loop ends.
+    A process killed by SIGTERM ends no loop gracefully: call
+    :meth:`flush_on_signals` to flush first.
+    """

@@ -26,6 +26,7 @@ from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
 from webtier.ranking import TopItems, ViewAggregator, ViewCounter
 from webtier.recorder import Recorder
+from webtier.statsrecorder import StatsRecorder
 from webtier.timing import AccessTimer
 
 
@@ -62,6 +63,14 @@ class Stats(Part):
         as ``context``'s ``AccessTime``, even when it raises: see
         :mod:`webtier.timing`."""
         return AccessTimer(self._run, self._config, context)
+
+    def recorder(self, *, flush_interval: float = 0.1, max_pending: int = 10_000) -> StatsRecorder:
+        """A batched recorder of statistics:
+        one script call per (context, type) per flush instead of a round
+        trip per value; see :mod:`webtier.statsrecorder`."""
+        return StatsRecorder(
+            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
+        )
 
 
 class Workers(Part):

@@ -216,9 +216,12 @@ class RefreshReport:
 
 @dataclass(frozen=True, slots=True)
 class FlushReport:
-    sent: int  # (counter, granule) sums applied
-    kept: int  # sums that did not reach Redis, kept for the next flush
-    lost: int  # sums whose outcome is unknown, or that Redis refused
+    """What one flush of a recorder did with its entries: (counter, granule)
+    sums, or statistics' (context, type) batches."""
+
+    sent: int  # entries applied
+    kept: int  # entries that did not reach Redis, kept for the next flush
+    lost: int  # entries whose outcome is unknown, or that Redis refused
 
 
 @dataclass(frozen=True, slots=True)

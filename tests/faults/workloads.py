@@ -34,7 +34,7 @@ from werkzeug.test import Client
 
 import webtier
 from tests.faults.harness import Ledger, Loader, eventually
-from tests.helpers import all_keys, seed, set_stock
+from tests.helpers import all_keys, asgi_lifespan, seed, set_stock
 from webtier._core.keys import shard_of
 from webtier._ops import ranking as ranking_ops
 from webtier._ops.sessions import place
@@ -666,8 +666,12 @@ class WebPages(Workload):
         self.violations: list[str] = []
         self.losses: list[str] = []
         self._lock = threading.Lock()
-        self.flask = Client(flask_app(self.tier, self.catalog), use_cookies=False)
-        self.wsgi = Client(wsgi_app(self.tier, self.catalog), use_cookies=False)
+        flask_pages = flask_app(self.tier, self.catalog)
+        wsgi_pages = wsgi_app(self.tier, self.catalog)
+        # The timing middlewares batch: closed (flushed) in close().
+        self.timed = [flask_pages.wsgi_app, wsgi_pages]
+        self.flask = Client(flask_pages, use_cookies=False)
+        self.wsgi = Client(wsgi_pages, use_cookies=False)
         self.visitors = {name: Visitor(self, name) for name in HOSTS}
         self.rules = page_rules()
 
@@ -681,11 +685,17 @@ class WebPages(Workload):
 
     async def asetup(self) -> None:
         self.atier = self.env.atier()
-        transport = httpx.ASGITransport(app=asgi_app(self.atier, self.catalog))
+        app = asgi_app(self.atier, self.catalog)
+        # Served as a server would: the lifespan's shutdown flushes the
+        # timing middleware's recorder and ends its task.
+        self.lifespan = asgi_lifespan(app)
+        await self.lifespan.__aenter__()
+        transport = httpx.ASGITransport(app=app)
         self.http = httpx.AsyncClient(transport=transport, base_url=f"http://{HOSTS['asgi']}")
 
     async def ateardown(self) -> None:
         await self.http.aclose()
+        await self.lifespan.__aexit__(None, None, None)
         await super().ateardown()
 
     def loaders(self) -> list[Loader]:
@@ -735,6 +745,11 @@ class WebPages(Workload):
             webtier.disconnect(client)
         verdict.figures = {"version": self.catalog.version, "floor": self.floor}
         return verdict
+
+    def close(self) -> None:
+        for timed in self.timed:
+            timed.close()
+        super().close()
 
 
 # -- the row cache ----------------------------------------------------------------------------

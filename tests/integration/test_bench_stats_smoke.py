@@ -17,7 +17,9 @@ pytestmark = pytest.mark.needs_redis
 
 ROWS = [
     "update_stats",
+    "update_stats, batched",
     "server CPU per update",
+    "server CPU per update, batched",
     "access_time, empty block",
     "histograms on / off",
     "slowest, exact",
@@ -31,4 +33,5 @@ DB = 12
 
 def test_stats_bench_reports_every_row(servers: dict[str, RedisServer], tmp_path: Path) -> None:
     saved = run_smoke(servers["standalone"], DB, tmp_path, "stats", ROWS, scale=0.05)
-    assert {row["clients"] for row in saved["rows"] if row["what"] == "update_stats"} == {1, 2}
+    for what in ("update_stats", "update_stats, batched"):
+        assert {row["clients"] for row in saved["rows"] if row["what"] == what} == {1, 2}

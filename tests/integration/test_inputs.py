@@ -254,6 +254,23 @@ async def _close(api: str, made: Any) -> None:
         await anyio.to_thread.run_sync(made.close)
 
 
+async def _record_and_close(api: str, recorder: Any) -> None:
+    """Adds values good and bad (each recorded or refused with InvalidInput,
+    before anything is sent), then closes the recorder, which flushes."""
+    for context, stat_type, value in [
+        ("/", "AccessTime", 0.5),
+        ("", "AccessTime", 0.5),
+        ("/", "no type", 0.5),
+        ("/", "AccessTime", -1),
+        ("/", "Delta", float("inf")),
+        ("/", "Delta", "1"),
+        (b"/", "Delta", 1),
+        (["/"], "Delta", 1),
+    ]:
+        await outcome(lambda c=context, t=stat_type, v=value: recorder.record(c, t, v))
+    await _close(api, recorder)
+
+
 async def _time_a_block(api: str, timer: Any) -> None:
     if api == "async":
         async with timer:
@@ -290,6 +307,7 @@ def _specs(world: World) -> dict[str, Spec]:
             (LIMITS, TYPES, LIMITS, maybe(st.sampled_from(["mean", "max", "p95", "pnan"]) | BY))
         ),
         "stats.access_time": Spec((NAMES,), use=_time_a_block),
+        "stats.recorder": Spec((), settings, use=_record_and_close),
         # workers
         "workers.alive": Spec(),
         # the deployment's settings

@@ -123,11 +123,17 @@ async def write_counters_and_stats(tier: Any, api: str) -> None:
             recorder.incr("hot", 2)
         with await tier.stats.access_time("/item/{id}"):
             pass
+        with await tier.stats.recorder(flush_interval=3600) as stats:
+            stats.record("/batched/{id}", "AccessTime", 0.01)
+            stats.record("/checkout", "Revenue", 12.5)
     else:
         async with tier.counters.recorder(flush_interval=3600) as recorder:
             recorder.incr("hot", 2)
         async with tier.stats.access_time("/item/{id}"):
             pass
+        async with tier.stats.recorder(flush_interval=3600) as stats:
+            stats.record("/batched/{id}", "AccessTime", 0.01)
+            stats.record("/checkout", "Revenue", 12.5)
 
 
 async def write_ranking(tier: Any, api: str) -> None:

@@ -165,3 +165,12 @@ def test_async_sigterm_flushes_when_asked_to(redis_url: str, prefix: str) -> Non
         child.send_signal(signal.SIGTERM)
         assert child.wait(timeout=60) == -signal.SIGTERM  # dies of the signal, after flushing
     assert read_total(redis_url, prefix, "graceful") == 25_000
+
+
+def test_a_name_of_any_type_is_refused_with_invalid_input(redis_url: str, config: Config) -> None:
+    client = webtier.connect(redis_url)
+    with webtier.WebTier(client, config).counters.recorder(flush_interval=3600) as recorder:
+        for name in (["views"], {"views": 1}, b"views", 7, ""):
+            with pytest.raises(webtier.InvalidInput):
+                recorder.incr(name)
+    webtier.disconnect(client)

@@ -25,6 +25,7 @@ PAIRS: list[tuple[type, type]] = [
     (Worker, AsyncWorker),
     (webtier.AccessTimer, webtier.AsyncAccessTimer),
     (webtier.Recorder, webtier.AsyncRecorder),
+    (webtier.StatsRecorder, webtier.AsyncStatsRecorder),
     (webtier.TopItems, webtier.AsyncTopItems),
     (webtier.ViewAggregator, webtier.AsyncViewAggregator),
     (Session, AsyncSession),  # a request's session in the web middlewares

@@ -1,5 +1,5 @@
 -- Record one value of one (context, type) in the current period, atomically,
--- in one slot.
+-- in one slot. After stats_prelude.lua (server_period, created).
 --
 -- KEYS[1] = the record of (context, type) for the period starting at ARGV[2]: hash
 --           count, sum, m2 (sum of squared deviations), min, max, errors,
@@ -26,8 +26,7 @@
 -- (TIME, HMGET, HSET); rankings are computed when read, from the records.
 
 local period = tonumber(ARGV[1])
-local now = tonumber(redis.call('TIME')[1])
-local start = now - now % period
+local start = server_period(period)
 if start ~= tonumber(ARGV[2]) then return {0, start} end
 
 local key, value, bucket = KEYS[1], ARGV[4], ARGV[5]
@@ -63,13 +62,6 @@ end
 if ARGV[6] == '1' then redis.call('HINCRBY', key, 'errors', 1) end
 
 if n == '1' then
-  local expire_at = (start + (tonumber(ARGV[3]) + 1) * period) * 1000
-  redis.call('PEXPIREAT', key, expire_at)
-  -- List the context once per period, up to the cap: the listing is what
-  -- rankings read, and the cap bounds it whatever names callers invent.
-  if #KEYS == 2 and redis.call('SCARD', KEYS[2]) < tonumber(ARGV[8]) then
-    redis.call('SADD', KEYS[2], ARGV[7])
-    redis.call('PEXPIREAT', KEYS[2], expire_at)
-  end
+  created(key, start, period, tonumber(ARGV[3]), KEYS[2], ARGV[7], tonumber(ARGV[8]))
 end
 return {1, tonumber(n), sum, m2}

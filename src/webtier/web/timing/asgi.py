@@ -9,17 +9,28 @@ with mount prefixes; other ASGI frameworks pass ``route=``, a function of
 the scope after the app ran. The time runs from the request's arrival to its
 last body chunk being handed to the server: streamed responses are timed
 whole. See :mod:`webtier.web.timing`.
+
+By default the durations are batched (``batched=True``): each request adds
+its own to an in-process recorder, flushed every ``flush_interval`` seconds
+with one script call per route, instead of a round trip per request. The
+recorder is created on the first request, in the server's event loop, and
+flushed when the lifespan's shutdown arrives, before the app's own shutdown
+runs; an app run without a lifespan calls
+``await middleware.aclose()`` before its loop ends (what is not flushed by
+then is lost, as with a crash).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from webtier._core.deadline import check_limit, time_limit
 from webtier._core.extras import extra_needed
-from webtier.web.timing.core import UNMATCHED, record
+from webtier.recorder import check_interval
+from webtier.web.timing.core import FLUSH_INTERVAL, UNMATCHED, batch, record
 
 with extra_needed("web", "the access time middleware"):
     from starlette.routing import BaseRoute, Host, Match, Mount
@@ -27,6 +38,7 @@ with extra_needed("web", "the access time middleware"):
 
 if TYPE_CHECKING:
     from webtier.aio import WebTier as AsyncWebTier
+    from webtier.statsrecorder import AsyncStatsRecorder
 
 
 # -- route templates -----------------------------------------------------------------------
@@ -88,7 +100,8 @@ def _leaf(route: BaseRoute, scope: Scope, prefix: str) -> str | None:
 
 class ASGIMiddleware:
     """ASGI middleware recording each HTTP request's duration as the
-    ``AccessTime`` of its route's template, on an asyncio tier."""
+    ``AccessTime`` of its route's template, on an asyncio tier: batched in
+    process by default, or one round trip per request (``batched=False``)."""
 
     def __init__(
         self,
@@ -98,13 +111,36 @@ class ASGIMiddleware:
         route: Callable[[Scope], str | None] = starlette_route,
         unmatched: str = UNMATCHED,
         time_limit: float | None = 1.0,
+        batched: bool = True,
+        flush_interval: float = FLUSH_INTERVAL,
     ) -> None:
         self.app, self.tier, self.route, self.unmatched = app, tier, route, unmatched
         # Seconds a record may wait for Redis: a hung server must not hold
-        # the worker long after the response went out.
+        # the worker long after the response went out (unbatched records).
         self.time_limit = check_limit(time_limit, "time_limit")
+        self.batched = bool(batched)
+        self.flush_interval = check_interval(flush_interval)
+        self._recorder: AsyncStatsRecorder | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    @property
+    def recorder(self) -> AsyncStatsRecorder | None:
+        """The recorder batching the durations, once a request created it."""
+        return self._recorder
+
+    async def aclose(self) -> None:
+        """Flush what waits and record each later request directly (one
+        round trip each). Idempotent; called on the lifespan's shutdown."""
+        self._closed = True
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None:
+            await recorder.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" and self.batched:
+            await self.app(scope, self._flushing_on_shutdown(receive), send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -130,7 +166,41 @@ class ASGIMiddleware:
             raise
         await self._record(scope, elapsed(), status >= 500)
 
+    def _flushing_on_shutdown(self, receive: Receive) -> Receive:
+        async def flushing_receive() -> Message:
+            message = await receive()
+            # Flushed before the app hears of the shutdown: its own shutdown
+            # may close the tier's client, and once it answers, the server
+            # may end the loop the recorder's task runs in. The server has
+            # stopped taking requests by then; any later one is recorded
+            # directly.
+            if message["type"] == "lifespan.shutdown":
+                await self.aclose()
+            elif message["type"] == "lifespan.startup":
+                self._closed = False  # served again (a test client's next run): batched again
+            return message
+
+        return flushing_receive
+
+    def _current_recorder(self) -> AsyncStatsRecorder:
+        loop = asyncio.get_running_loop()
+        recorder = self._recorder
+        if recorder is None or self._loop is not loop:
+            # Created in the loop that serves the requests (the constructor
+            # runs outside any). A new loop (test clients start one per
+            # run) gets a recorder of its own: the last one's task ended
+            # with its loop.
+            recorder = self.tier.stats.recorder(flush_interval=self.flush_interval)
+            self._recorder, self._loop = recorder, loop
+        return recorder
+
     async def _record(self, scope: Scope, seconds: float, failed: bool) -> None:
         context = self.route(scope) or self.unmatched
+        if (
+            self.batched
+            and not self._closed
+            and batch(self._current_recorder(), context, seconds, failed)
+        ):
+            return  # batched; else closed meanwhile, recorded directly
         with time_limit(self.time_limit):
             await self.tier.transport.run(record(self.tier.config, context, seconds, failed))

@@ -1,6 +1,6 @@
 """What the timing adapters share: the context of a request no route
-matched, and recording a duration as an operation that logs a failure
-instead of raising it into the app."""
+matched, and recording a duration, one round trip per request or batched
+in a recorder, logging a failure instead of raising it into the app."""
 
 from __future__ import annotations
 
@@ -9,12 +9,17 @@ from webtier._core.protocol import Op
 from webtier._ops import stats
 from webtier.config import ACCESS_TIME, Config
 from webtier.errors import WebtierError
+from webtier.statsrecorder import AsyncStatsRecorder, StatsRecorder
 
 UNMATCHED = "<unmatched>"
 
 # WSGI environ key where a framework hook leaves the route's template: WSGI
 # middleware outside the app cannot see the app's routing otherwise.
 ROUTE_KEY = "webtier.route"
+
+# How often a middleware's recorder flushes by default, seconds: what the
+# figures reach Redis late by, at most, and what a crash loses.
+FLUSH_INTERVAL = 0.1
 
 
 def record(cfg: Config, context: str, seconds: float, failed: bool) -> Op[None]:
@@ -25,3 +30,18 @@ def record(cfg: Config, context: str, seconds: float, failed: bool) -> Op[None]:
         yield from stats.record(cfg, context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
     except WebtierError as error:
         timing.FAILURES.failed(context, error)
+
+
+def batch(
+    recorder: StatsRecorder | AsyncStatsRecorder, context: str, seconds: float, failed: bool
+) -> bool:
+    """Adds one request's duration to ``recorder`` (no I/O); False when the
+    recorder was closed meanwhile, and the caller records it directly. A bad
+    context is logged like a failure to record."""
+    try:
+        recorder.record(context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
+    except WebtierError as error:
+        timing.FAILURES.failed(context, error)
+    except RuntimeError:  # closed: shutting down
+        return False
+    return True

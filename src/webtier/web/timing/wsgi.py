@@ -8,17 +8,32 @@ The context is the route's template: a framework hook sets
 (after the app ran), returns it. The time runs to the server closing the
 response, so streamed responses are timed whole. See
 :mod:`webtier.web.timing`.
+
+By default the durations are batched (``batched=True``): each request adds
+its own to an in-process recorder (:class:`~webtier.statsrecorder.StatsRecorder`,
+flushed by a daemon thread every ``flush_interval`` seconds with one script
+call per route) instead of a round trip per request. The recorder is created
+on the first request, so each process of a pre-forking server (gunicorn)
+has its own; it is flushed when the interpreter exits normally (atexit), or
+by :meth:`WSGIMiddleware.close` (call it from your server's worker-exit
+hook: gunicorn's ``worker_exit``, uWSGI's ``atexit``). A process killed
+without either loses at most ``flush_interval`` of durations.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
 from webtier._core.deadline import check_limit, time_limit
+from webtier.recorder import check_interval
+from webtier.statsrecorder import StatsRecorder
 from webtier.sync import WebTier
-from webtier.web.timing.core import ROUTE_KEY, UNMATCHED, record
+from webtier.web.timing.core import FLUSH_INTERVAL, ROUTE_KEY, UNMATCHED, batch, record
 
 Environ: TypeAlias = dict[str, Any]
 StartResponse: TypeAlias = Callable[..., Any]
@@ -36,7 +51,8 @@ def environ_route(environ: Environ) -> str | None:
 
 class WSGIMiddleware:
     """WSGI middleware recording each request's duration as the
-    ``AccessTime`` of its route's template, on a sync tier."""
+    ``AccessTime`` of its route's template, on a sync tier: batched in
+    process by default, or one round trip per request (``batched=False``)."""
 
     def __init__(
         self,
@@ -46,9 +62,45 @@ class WSGIMiddleware:
         route: Callable[[Environ], str | None] = environ_route,
         unmatched: str = UNMATCHED,
         time_limit: float | None = 1.0,
+        batched: bool = True,
+        flush_interval: float = FLUSH_INTERVAL,
     ) -> None:
         self.app, self.tier, self.route, self.unmatched = app, tier, route, unmatched
         self.time_limit = check_limit(time_limit, "time_limit")
+        self.batched = bool(batched)
+        self.flush_interval = check_interval(flush_interval)
+        self._recorder: StatsRecorder | None = None
+        self._pid = 0  # the process that created the recorder
+        self._creating = threading.Lock()
+        self._closed = False
+
+    @property
+    def recorder(self) -> StatsRecorder | None:
+        """The recorder batching the durations, once a request created it."""
+        return self._recorder
+
+    def close(self) -> None:
+        """Flush what waits and record each later request directly (one
+        round trip each). Idempotent."""
+        self._closed = True
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None and self._pid == os.getpid():
+            recorder.close()
+
+    def _current_recorder(self) -> StatsRecorder:
+        recorder = self._recorder
+        if recorder is not None and self._pid == os.getpid():
+            return recorder
+        with self._creating:
+            if self._recorder is None or self._pid != os.getpid():
+                if self._recorder is not None:
+                    # Forked from the process that made it: its values are
+                    # that process's to flush (at exit, twice otherwise), and
+                    # its thread did not survive the fork.
+                    atexit.unregister(self._recorder.close)
+                self._recorder = self.tier.stats.recorder(flush_interval=self.flush_interval)
+                self._pid = os.getpid()
+            return self._recorder
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -67,6 +119,12 @@ class WSGIMiddleware:
 
     def record(self, environ: Environ, seconds: float, failed: bool) -> None:
         context = self.route(environ) or self.unmatched
+        if (
+            self.batched
+            and not self._closed
+            and batch(self._current_recorder(), context, seconds, failed)
+        ):
+            return  # batched; else closed meanwhile, recorded directly
         with time_limit(self.time_limit):
             self.tier.transport.run(record(self.tier.config, context, seconds, failed))
 
