@@ -114,6 +114,11 @@ class StartedAside:
         assert self._value is not None
         return self._value
 
+    def settled(self) -> None:
+        """Until the start-up has ended, up or failed (a failure is raised
+        by get(), for the tests that use the cluster)."""
+        self._ready.wait()
+
     def stop(self) -> None:
         self._done.set()
         self._thread.join(60)
@@ -138,6 +143,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             wanted.add("replicated")
     for name in sorted(wanted):
         CLUSTERS[name] = StartedAside(**CLUSTER_OPTIONS[name])
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A Hypothesis test waits for the clusters starting aside: their
+    start-up moves the global random state (redis-py's cluster client picks
+    nodes with ``random.choice``), which Hypothesis, drawing from a strategy
+    that uses ``random``, reports as an error in whichever test it runs."""
+    if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+        for started in CLUSTERS.values():
+            started.settled()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -65,17 +65,7 @@ def assert_same(one: Summary, batched: Summary, exact: bool) -> None:
     assert batched.stddev == pytest.approx(one.stddev, rel=1e-6, abs=1e-9 * scale)
 
 
-@pytest.fixture
-def cluster_up(request: pytest.FixtureRequest) -> None:
-    """Waits for the Cluster the suite starts aside: until it is up, its
-    start-up moves the global random state (redis-py's cluster client picks
-    nodes with ``random.choice``), which Hypothesis takes, while it draws,
-    for a strategy using ``random`` (an error)."""
-    request.getfixturevalue("cluster")
-
-
 @pytest.mark.matrix
-@pytest.mark.usefixtures("cluster_up")
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
