@@ -253,7 +253,10 @@ def test_the_dashboard_and_metrics_are_served_beside_the_shop(shop: str) -> None
         page = client.get("/dashboard/")
         assert page.status_code == 200
         assert "uplot" in page.text.lower()
-        assert client.get("/dashboard/api/health").status_code == 200
+        health = client.get("/dashboard/api/health")
+        assert health.status_code == 200
+        # the inventory's refresh lag, as the shop's worker sees its sources
+        assert [row["source"] for row in health.json()["rows"]] == ["inventory"]
         metrics = client.get("/metrics")
         assert metrics.status_code == 200
         names = {family.name for family in text_string_to_metric_families(metrics.text)}

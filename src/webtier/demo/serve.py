@@ -132,7 +132,8 @@ async def _serve(
         url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
         console.print(f"Fake Web Retailer is open at [bold]{url}[/] (Ctrl-C stops it)")
         if local:
-            console.print(f"its dashboard: [bold]{url}/dashboard[/], metrics: {url}/metrics")
+            console.print(f"its dashboard: [bold]{url}/dashboard[/]", soft_wrap=True)
+            console.print(f"Prometheus metrics: {url}/metrics", soft_wrap=True)
         else:
             console.print(
                 "no dashboard beyond loopback without credentials: "

@@ -41,7 +41,7 @@ with extra_needed("shop", "the demo shop"):
     from webtier.demo import shopdb
     from webtier.demo.shop import accounts, orders, pages
     from webtier.demo.shop.context import Shop
-    from webtier.demo.shop.jobs import maintenance, schedule_flash_sale
+    from webtier.demo.shop.jobs import jobs_config, maintenance, schedule_flash_sale
     from webtier.demo.shop.observe import ITEM_ROUTE, Observer, route_of
     from webtier.demo.shop.security import (
         CSRF_COOKIE,
@@ -162,7 +162,13 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.shop = shop
-    return with_dashboard(app, tier) if settings.dashboard else app
+    if not settings.dashboard:
+        return app
+    # The dashboard sees the tier as the shop's worker does: the inventory
+    # among the row sources (its refresh lag) and the shop's session cap.
+    return with_dashboard(
+        app, AsyncWebTier(tier.client, jobs_config(tier.config, inventory, settings))
+    )
 
 
 def with_dashboard(shop: Starlette, tier: AsyncWebTier) -> Starlette:
