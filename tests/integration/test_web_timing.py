@@ -208,13 +208,18 @@ def serve() -> Iterator[Any]:
     def start(app: flask.Flask) -> str:
         server = make_server("127.0.0.1", 0, app, threaded=True)
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
+        servers.append((server, app))
         return f"http://127.0.0.1:{server.server_port}"
 
     yield start
-    for server in servers:
+    for server, app in servers:
         server.shutdown()
         server.server_close()
+        # The timing middleware's recorder thread ends with it: left running,
+        # it would outlive the test's client (and, on a Cluster, redis-py's
+        # node discovery would draw from the global random state under other
+        # tests' Hypothesis).
+        app.wsgi_app.close()  # type: ignore[attr-defined]
 
 
 def test_flask_requests_are_timed_by_url_rule(
