@@ -91,8 +91,8 @@ def _check_text(field: str, value: object) -> bool:
 
 
 class Admission(Protocol):
-    """Decides whether an item page may be cached. ``requests`` are read on
-    a miss, in the claim's own round trip; ``admits`` gets their replies,
+    """Decides whether an item page may be cached. ``requests`` are read with
+    the page's lookup, in its round trip; ``admits`` gets their replies,
     then those of ``follow_up(cfg, item, replies)`` if the admission defines
     it: requests sent next (none when the first replies decided)."""
 
@@ -104,7 +104,7 @@ class Admission(Protocol):
 @dataclass(frozen=True, slots=True)
 class RankAdmission:
     """The book's rule: the item ranks in the top ``cfg.pagecache.top``
-    most viewed (its shard's ZREVRANK, read with the claim of a miss; with
+    most viewed (its shard's ZREVRANK, read with the page's lookup; with
     several shards, and only when its place in its shard admits it, the
     other shards' counts of items ranked before it, in a second round trip)."""
 

@@ -329,33 +329,33 @@ def render_call(rendered: Rendered) -> Call:
     return Call(lambda: rendered)
 
 
-def test_a_hit_is_one_get() -> None:
+def test_a_hit_is_one_round_trip() -> None:
     plan = plan_of("/item?item=1")
     page = make_page(CFG, Rendered(200, OK, b"abc", 300.0), 300.0, 4e9)
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(page)]], run_calls=True
+        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[[encode(page)], [0]]], run_calls=True
     )
     assert served.outcome == "HIT"
     assert len(sent) == 1
-    assert isinstance(sent[0], Request)
-    assert sent[0].commands == (("GET", plan.shard.page(plan.digest)),)
+    get, rank = sent[0]  # the page and the item's rank, together
+    assert get.commands == (("GET", plan.shard.page(plan.digest)),)
+    assert rank.commands[0][0] == "ZREVRANK"
 
 
 PAGE_R = Rendered(200, OK, b"new", 300.0)
 
 
-def test_a_miss_claims_with_the_rank_renders_and_stores() -> None:
+def test_a_miss_of_an_admitted_item_claims_renders_and_stores() -> None:
     plan = plan_of("/item?item=1")
     served, sent = drive(
         pagecache.serve(CFG, plan, render_call(PAGE_R)),
-        [[None], [[[b"render", b"3"]], [0]], [b"stored"]],
+        [[[None], [0]], [[b"render", b"3"]], [b"stored"]],
         run_calls=True,
     )
     assert served.outcome == "MISS"
     assert served.page.plain_body() == b"new"
-    claim, rank = sent[1]  # the claim and the item's rank, together
+    claim = sent[1]  # the rank came with the lookup: the claim alone
     assert claim.commands[0].script.name == "pagecache_claim"
-    assert rank.commands[0][0] == "ZREVRANK"
     store = sent[-1]
     assert isinstance(store, Request)
     call = store.commands[0]
@@ -368,13 +368,13 @@ def test_an_unpopular_item_is_rendered_without_the_cache() -> None:
     plan = plan_of("/item?item=1")
     served, sent = drive(
         pagecache.serve(CFG, plan, render_call(PAGE_R)),
-        [[None], [[[b"render", b"0"]], [None]], [[1]]],
+        [[[None], [None]]],
         run_calls=True,
     )
     assert served.outcome == "MISS"
     assert served.rendered is PAGE_R
-    assert sent[2].requests[0].commands[0].script.name == "pagecache_release"
-    assert isinstance(sent[3], Call)  # then the render, not stored
+    assert len(sent) == 2  # the lookup with the rank, then the render: no lock taken
+    assert isinstance(sent[1], Call)
 
 
 def test_a_waiter_gets_the_page_the_holder_stored() -> None:
@@ -382,7 +382,7 @@ def test_a_waiter_gets_the_page_the_holder_stored() -> None:
     page = make_page(CFG, PAGE_R, 300.0, 4e9)
     served, sent = drive(
         pagecache.serve(CFG, plan, render_call(PAGE_R)),
-        [[None], [[[b"wait", 900]], [0]], [[b"hit", encode(page)]]],
+        [[[None], [0]], [[b"wait", 900]], [[b"hit", encode(page)]]],
         run_calls=True,
     )
     assert served.outcome == "HIT"
@@ -394,7 +394,7 @@ def test_a_stale_copy_is_served_while_another_renders() -> None:
     stale = make_page(CFG, PAGE_R, 1.0, 1000.0)
     served, _ = drive(
         pagecache.serve(CFG, plan, render_call(PAGE_R)),
-        [[encode(stale)], [[[b"wait", 5]], [0]]],
+        [[[encode(stale)], [0]], [[b"wait", 5]]],
         run_calls=True,
     )
     assert served.outcome == "STALE"
@@ -430,14 +430,14 @@ def test_a_response_not_storable_leaves_a_pass_note() -> None:
     private = Rendered(200, OK, b"mine", None)
     served, sent = drive(
         pagecache.serve(CFG, plan, render_call(private)),
-        [[None], [[[b"render", b"0"]], [0]], [b"stored"]],
+        [[[None], [0]], [[b"render", b"0"]], [b"stored"]],
         run_calls=True,
     )
     assert served.rendered is private
     assert sent[-1].commands[0].args[2] == b"WPASS"
     # A pass note sends the next request straight to the app, no lock.
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(private)), [[b"WPASS"]], run_calls=True
+        pagecache.serve(CFG, plan, render_call(private)), [[[b"WPASS"], [0]]], run_calls=True
     )
     assert served.rendered is private
     assert len(sent) == 2
@@ -484,18 +484,18 @@ def test_with_shards_the_rank_follows_up_only_when_its_shard_place_admits() -> N
     # Third in its shard, 7 views: the other 3 shards' counts follow; 10 in all.
     served, sent = drive(
         pagecache.serve(cfg, plan, render_call(PAGE_R)),
-        [[None], [[[b"render", b"3"]], [2, b"7"]], [[3], [4], [1]], [b"stored"]],
+        [[[None], [2, b"7"]], [[3], [4], [1]], [[b"render", b"3"]], [b"stored"]],
         run_calls=True,
     )
     assert served.outcome == "MISS"
-    assert [request.commands[0][0] for request in sent[2]] == ["ZCOUNT"] * 3
+    assert [request.commands[0][0] for request in sent[1]] == ["ZCOUNT"] * 3
     assert sent[-1].commands[0].script.name == "pagecache_store"  # admitted: 10 < 10,000
     # Past the top in its own shard: no follow-up, not admitted.
     far = dataclasses.replace(cfg, pagecache=PageCacheSettings(top=2))
     served, sent = drive(
         pagecache.serve(far, plan, render_call(PAGE_R)),
-        [[None], [[[b"render", b"3"]], [2, b"7"]], [[1]]],
+        [[[None], [2, b"7"]]],
         run_calls=True,
     )
-    assert sent[2].requests[0].commands[0].script.name == "pagecache_release"
+    assert len(sent) == 2  # no follow-up, no claim: the render
     assert served.rendered is PAGE_R

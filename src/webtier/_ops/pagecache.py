@@ -128,34 +128,53 @@ def serve(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
     """Answer a request the rules found cacheable: from the cache, or by
     ``render`` (a :class:`Call` returning a :class:`Rendered`), storing it.
 
-    A hit is one ``GET``. Admission (the item's rank) is read on a miss, in
-    the same round trip as the claim, which looks the page up again."""
+    A hit is one round trip: the ``GET``, with an item page's admission
+    reads (its rank) beside it. A miss of a page not admitted renders at
+    once, taking no lock; a miss of an admitted one claims it next."""
     if not isinstance(plan, Plan):
         raise InvalidInput("plan", f"must be a Plan, not {type(plan).__name__}", plan)
     if not isinstance(render, Call):
         raise InvalidInput("render", f"must be a Call, not {type(render).__name__}", render)
-    copy = yield from lookup(cfg, plan)
-    return (yield from answer(cfg, plan, render, copy))
+    copy, admission = yield from lookup(cfg, plan)
+    return (yield from answer(cfg, plan, render, copy, admission=admission))
 
 
-def lookup(cfg: Config, plan: Plan) -> Op[bytes | None]:
-    """The stored copy of the page (or pass note), if any: one ``GET``."""
-    (copy,) = yield read(plan.shard.route, ("GET", plan.shard.page(plan.digest)))
-    return copy  # type: ignore[no-any-return]
+def lookup(cfg: Config, plan: Plan) -> Op[tuple[bytes | None, list[Reply] | None]]:
+    """The stored copy of the page (or pass note), if any, by a ``GET``; and
+    an item page's first admission replies, read in the same round trip
+    (``None`` when it has none to read). Most item pages
+    of a large catalog are never admitted: with their rank at hand a miss
+    renders at once, where a claim then a release would cost two more round
+    trips; a hit pays one more command, never one more round trip."""
+    get = read(plan.shard.route, ("GET", plan.shard.page(plan.digest)))
+    extra = _admission_requests(cfg, plan)
+    if not extra:
+        (copy,) = yield get
+        return copy, None
+    replies = yield (get, *extra)
+    return replies[0][0], list(replies[1:])
 
 
-def answer(cfg: Config, plan: Plan, render: Call, copy: bytes | None) -> Op[Served]:
-    """:func:`serve` after its lookup found ``copy``."""
+def answer(
+    cfg: Config,
+    plan: Plan,
+    render: Call,
+    copy: bytes | None,
+    *,
+    admission: Sequence[Reply] | None = None,
+) -> Op[Served]:
+    """:func:`serve` after its lookup found ``copy`` (and, from
+    :func:`lookup`, the ``admission`` replies)."""
     if not plan.storable:
         return (yield from _unstored(cfg, render, copy))
     if copy is None:
-        return (yield from _single_flight(cfg, plan, render))
+        return (yield from _single_flight(cfg, plan, render, admission))
     page = decode(copy)
     if page is None:  # a pass note: not storable, render without waiting
         return Served("MISS", rendered=(yield render))
     if page.fresh(cfg.clock.wall()):
         return Served("HIT", page)
-    return (yield from _revalidate(cfg, plan, render, page))
+    return (yield from _revalidate(cfg, plan, render, page, admission))
 
 
 def _unstored(cfg: Config, render: Call, copy: bytes | None) -> Op[Served]:
@@ -176,6 +195,24 @@ def _claim(cfg: Config, plan: Plan, mode: str, token: str) -> Request:
     return write(shard.route, ScriptCall(CLAIM, keys, (mode, token, lease)), idempotent=True)
 
 
+def _admission_requests(cfg: Config, plan: Plan) -> tuple[Request, ...]:
+    if plan.item is None or plan.admission is None or not plan.storable:
+        return ()
+    return tuple(plan.admission.requests(cfg, plan.item))
+
+
+def _admits(cfg: Config, plan: Plan, answers: Sequence[Reply]) -> Op[bool]:
+    """Whether the admission admits the page, given its first replies."""
+    item, admission, answers = plan.item or "", plan.admission, list(answers)
+    if admission is None:
+        return True
+    follow_up = getattr(admission, "follow_up", None)
+    more = follow_up(cfg, item, answers) if follow_up is not None else ()
+    if more:  # what the first replies left open (the other ranking shards)
+        answers += yield more
+    return admission.admits(cfg, item, answers)
+
+
 def _admitted_claim(cfg: Config, plan: Plan, mode: str, token: str) -> Op[tuple[Reply, bool]]:
     """The claim's reply, and whether the page may be cached at all: the
     admission reads go with the claim (on Cluster, to their own slots at
@@ -189,12 +226,7 @@ def _admitted_claim(cfg: Config, plan: Plan, mode: str, token: str) -> Op[tuple[
         (reply,) = yield claim
         return reply, plan.admission.admits(cfg, plan.item, [])
     replies = yield (claim, *extra)
-    answers = list(replies[1:])
-    follow_up = getattr(plan.admission, "follow_up", None)
-    more = follow_up(cfg, plan.item, answers) if follow_up is not None else ()
-    if more:  # what the first replies left open (the other ranking shards)
-        answers += yield more
-    return replies[0][0], plan.admission.admits(cfg, plan.item, answers)
+    return replies[0][0], (yield from _admits(cfg, plan, replies[1:]))
 
 
 def _not_admitted(plan: Plan, render: Call, reply: Reply, token: str) -> Op[Served]:
@@ -203,9 +235,26 @@ def _not_admitted(plan: Plan, render: Call, reply: Reply, token: str) -> Op[Serv
     return Served("MISS", rendered=(yield render))
 
 
-def _revalidate(cfg: Config, plan: Plan, render: Call, stale: Page) -> Op[Served]:
+def _claim_known(
+    cfg: Config, plan: Plan, mode: str, token: str, admission: Sequence[Reply] | None
+) -> Op[tuple[Reply | None, bool]]:
+    """:func:`_admitted_claim`, or with the admission replies read by the
+    lookup: no claim (``None``) for a page not admitted, else the claim alone."""
+    if admission is None:
+        return (yield from _admitted_claim(cfg, plan, mode, token))
+    if not (yield from _admits(cfg, plan, admission)):
+        return None, False
+    (reply,) = yield _claim(cfg, plan, mode, token)
+    return reply, True
+
+
+def _revalidate(
+    cfg: Config, plan: Plan, render: Call, stale: Page, admission: Sequence[Reply] | None
+) -> Op[Served]:
     token = secrets.token_hex(8)
-    reply, admitted = yield from _admitted_claim(cfg, plan, "stale", token)
+    reply, admitted = yield from _claim_known(cfg, plan, "stale", token, admission)
+    if reply is None:  # not admitted, nothing claimed: render, and let the copy expire
+        return Served("MISS", rendered=(yield render))
     if not admitted:  # no longer popular: render, and let the copy expire
         return (yield from _not_admitted(plan, render, reply, token))
     if text(reply[0]) == "render":
@@ -213,11 +262,16 @@ def _revalidate(cfg: Config, plan: Plan, render: Call, stale: Page) -> Op[Served
     return Served("STALE", stale)  # another worker is rendering it
 
 
-def _single_flight(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
+def _single_flight(
+    cfg: Config, plan: Plan, render: Call, admission: Sequence[Reply] | None
+) -> Op[Served]:
     token = secrets.token_hex(8)
     deadline = cfg.clock.monotonic() + cfg.pagecache.lock_wait
     wait = FIRST_PAUSE
-    reply, admitted = yield from _admitted_claim(cfg, plan, "miss", token)
+    claimed, admitted = yield from _claim_known(cfg, plan, "miss", token, admission)
+    if claimed is None:  # not admitted, nothing claimed: no one waits for this render
+        return Served("MISS", rendered=(yield render))
+    reply: Reply = claimed
     while True:
         kind = text(reply[0])
         if kind == "hit":

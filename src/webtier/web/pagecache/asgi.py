@@ -128,7 +128,7 @@ class ASGIMiddleware:
         limit = self.policy.settings.time_limit
         try:
             with time_limit(limit):
-                copy = await run(pagecache.lookup(self.tier.config, plan))
+                copy, admission = await run(pagecache.lookup(self.tier.config, plan))
         except WebtierError as error:
             self.policy.outage.report(error)
             await self._done(Served("MISS", rendered=await render()), request, send, render)
@@ -153,7 +153,9 @@ class ASGIMiddleware:
         try:
             with time_limit(limit):
                 served = await run(
-                    pagecache.answer(self.tier.config, plan, Call(_no_thread, render), copy)
+                    pagecache.answer(
+                        self.tier.config, plan, Call(_no_thread, render), copy, admission=admission
+                    )
                 )
         except WebtierError as error:
             self.policy.outage.report(error)
