@@ -39,7 +39,7 @@ from starlette.routing import Route
 
 from benchmarks import book
 from webtier.demo.shop import FLASH_SALE_ITEMS, catalog
-from webtier.demo.shop.context import CSRF_PLACEHOLDER, Visitor, templates
+from webtier.demo.shop.context import Visitor, render, templates
 from webtier.demo.shop.security import (
     HardenedCsrfCookie,
     SecurityHeaders,
@@ -79,15 +79,7 @@ class Pages:
     def page(
         self, request: Request, template: str, visitor: Visitor, *, status: int = 200, **data: Any
     ) -> HTMLResponse:
-        context = {
-            "user": visitor.user,
-            "cart_units": visitor.cart_units,
-            "notices": visitor.notices,
-            "csrftoken": CSRF_PLACEHOLDER,
-            "path": request.url.path,
-            **data,
-        }
-        return self.templates.TemplateResponse(request, template, context, status_code=status)
+        return render(self.templates, request, template, visitor, status=status, **data)
 
     def problem(self, request: Request, visitor: Visitor, status: int, title: str) -> Response:
         return self.page(
