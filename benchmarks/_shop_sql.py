@@ -27,7 +27,7 @@ from benchmarks._shop_stacks import (
 )
 from webtier.demo import shopdb
 from webtier.demo.shop import FLASH_SALE_ITEMS, catalog
-from webtier.demo.shop.context import Visitor
+from webtier.demo.shop.context import Visitor, render_item
 
 
 class SqlShop(StackShop):
@@ -63,14 +63,7 @@ class SqlShop(StackShop):
         if request.session:  # a visitor with a session has recently viewed items
             viewed = [item_id, *(i for i in request.session.get("viewed", []) if i != item_id)]
             request.session["viewed"] = viewed[:25]
-        return self.pages.page(
-            request,
-            "item.html",
-            visitor,
-            item=found[0],
-            in_cart=visitor.cart.get(item_id, 0),
-            flash_sale=item_id in FLASH_SALE_ITEMS,
-        )
+        return render_item(self.pages.templates, request, visitor, item_id, found[0])
 
     async def change_cart(self, request: Request) -> Response:
         wanted = await self.quantity(request)

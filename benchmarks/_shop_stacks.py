@@ -39,7 +39,7 @@ from starlette.routing import Route
 
 from benchmarks import book
 from webtier.demo.shop import FLASH_SALE_ITEMS, catalog
-from webtier.demo.shop.context import Visitor, render, templates
+from webtier.demo.shop.context import Visitor, render, render_item, templates
 from webtier.demo.shop.security import (
     HardenedCsrfCookie,
     SecurityHeaders,
@@ -240,14 +240,7 @@ class BookShop(StackShop):
             return self.pages.problem(request, visitor, 404, "No such item")
 
         def render(_: str) -> str:
-            response = self.pages.page(
-                request,
-                "item.html",
-                visitor,
-                item=found[0],
-                in_cart=visitor.cart.get(item_id, 0),
-                flash_sale=item_id in FLASH_SALE_ITEMS,
-            )
+            response = render_item(self.pages.templates, request, visitor, item_id, found[0])
             return bytes(response.body).decode()
 
         if self.token(request) is not None:

@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
 from webtier.aio import WebTier as AsyncWebTier
-from webtier.demo.shop.settings import SESSION_COOKIE, ShopSettings
+from webtier.demo.shop.settings import FLASH_SALE_ITEMS, SESSION_COOKIE, ShopSettings
 from webtier.sqlsource import SqlSource
 from webtier.web.sessions import AsyncSession
 
@@ -82,6 +82,21 @@ def render(
         **data,
     }
     return pages.TemplateResponse(request, template, context, status_code=status)
+
+
+def render_item(
+    pages: Jinja2Templates, request: Request, visitor: Visitor, item_id: int, row: Row
+) -> HTMLResponse:
+    """The item page of ``row`` for ``visitor``, in every stack alike."""
+    return render(
+        pages,
+        request,
+        "item.html",
+        visitor,
+        item=row,
+        in_cart=visitor.cart.get(item_id, 0),
+        flash_sale=item_id in FLASH_SALE_ITEMS,
+    )
 
 
 class Shop:

@@ -6,7 +6,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from webtier.demo.shop.context import Visitor, session_of, shop_of
+from webtier.demo.shop.context import Visitor, render_item, session_of, shop_of
 from webtier.demo.shop.settings import FLASH_SALE_ITEMS, SESSION_COOKIE
 
 
@@ -50,14 +50,7 @@ async def item(request: Request) -> Response:
     if SESSION_COOKIE in request.cookies:
         await session_of(request).record_view(str(item_id))
         visitor = await shop.visitor(request)
-    return shop.page(
-        request,
-        "item.html",
-        visitor,
-        item=row,
-        in_cart=visitor.cart.get(item_id, 0),
-        flash_sale=item_id in FLASH_SALE_ITEMS,
-    )
+    return render_item(shop.templates, request, visitor, item_id, row)
 
 
 async def flash_sale(request: Request) -> Response:
