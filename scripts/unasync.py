@@ -37,16 +37,28 @@ NAMES = {
 # Phrases of docstrings and types that say "asyncio" where the sync file says otherwise.
 PHRASES = [
     (
-        "The asyncio API: :class:`WebTier` over an asyncio redis-py client.",
+        "The asyncio API: :class:`WebTier` over an asyncio client, webtier's own\n"
+        "(:func:`webtier.connect_async`) or redis-py's.",
         "The sync API: :class:`WebTier` over a sync redis-py client.",
+    ),
+    (
+        "from webtier._core.facade import Part, async_op\n"
+        "from webtier._core.mux import AnyAsyncClient, async_transport\n",
+        "from webtier._core.drive import SyncClient, SyncTransport\n"
+        "from webtier._core.facade import Part, async_op\n",
+    ),
+    ("client: AnyAsyncClient,", "client: SyncClient,"),
+    ("async_transport(client,", "SyncTransport(client,"),
+    (
+        "one asyncio client, which it uses but does not own:\n"
+        "    webtier's own (:func:`webtier.connect_async`), or a redis-py one\n"
+        "    (``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``).",
+        "one sync redis-py client (``redis.Redis`` or\n"
+        "    ``redis.cluster.RedisCluster``), which it uses but does not own.",
     ),
     (
         ":mod:`webtier.sync` has the same classes and method names; both",
         ":mod:`webtier.aio` has the same classes and method names for asyncio; both",
-    ),
-    (
-        "one asyncio redis-py client (``redis.asyncio.Redis`` or\n    ``redis.asyncio.cluster.",
-        "one sync redis-py client (``redis.Redis`` or\n    ``redis.cluster.",
     ),
     (" (create it in a running loop)", ""),
     ("\n        Create it in a running loop.", ""),
