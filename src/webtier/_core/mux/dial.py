@@ -42,14 +42,23 @@ async def open_link(settings: Settings, loop: asyncio.AbstractEventLoop) -> Link
         async with asyncio.timeout(settings.connect_timeout):
             await _connect(link, settings, loop)
             await _greet(link, settings)
-    except TimeoutError:
+    except TimeoutError as error:
         link.close()
+        await _not_tls(settings, error)
         late = f"no connection to {settings.name} within the connect timeout"
         raise rx.TimeoutError(late) from None
     except BaseException:
         link.close()
         raise
     return link
+
+
+async def _not_tls(settings: Settings, error: BaseException) -> None:
+    """A TLS connection that failed: to a plain server (it answers a plain
+    ``PING``), the URL is wrong, said at once and never retried."""
+    if settings.tls is not None and settings.path is None:
+        if await speaks_plain_redis_async(settings.host, settings.port, settings.connect_timeout):
+            raise ConfigError(f"{NOT_TLS} ({settings.name})") from error
 
 
 async def _connect(link: Link, settings: Settings, loop: asyncio.AbstractEventLoop) -> None:
@@ -67,11 +76,8 @@ async def _connect(link: Link, settings: Settings, loop: asyncio.AbstractEventLo
                 server_hostname=settings.host if settings.check_hostname else None,
                 ssl_handshake_timeout=settings.connect_timeout,
             )
-    except (OSError, TimeoutError) as error:
-        if settings.tls is not None and await speaks_plain_redis_async(
-            settings.host, settings.port, settings.connect_timeout
-        ):
-            raise ConfigError(f"{NOT_TLS} ({settings.name})") from error
+    except OSError as error:  # ssl.SSLError included
+        await _not_tls(settings, error)
         raise rx.ConnectionError(f"cannot connect to {settings.name}: {error}") from error
 
 
