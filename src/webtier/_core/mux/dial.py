@@ -78,7 +78,7 @@ async def _connect(link: Link, settings: Settings, loop: asyncio.AbstractEventLo
             )
     except OSError as error:  # ssl.SSLError included
         await _not_tls(settings, error)
-        raise rx.ConnectionError(f"cannot connect to {settings.name}: {error}") from error
+        raise rx.ConnectionError(f"error connecting to {settings.name}: {error}") from error
 
 
 async def _greet(link: Link, settings: Settings) -> None:
