@@ -203,7 +203,9 @@ async def test_past_the_deadline_a_call_returns_and_its_late_reply_is_dropped(
 
 
 async def flood(tier: webtier.AsyncWebTier, keys: list[str]) -> list[Any]:
-    return await asyncio.gather(*(tier.transport.run(incr(k)) for k in keys), return_exceptions=True)
+    return await asyncio.gather(
+        *(tier.transport.run(incr(k)) for k in keys), return_exceptions=True
+    )
 
 
 def check_applied_once(outcomes: list[Any], keys: list[str], server: RedisServer) -> dict[str, int]:

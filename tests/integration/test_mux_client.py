@@ -18,7 +18,7 @@ import webtier
 from tests.faults.servers import make_certificate, start_server
 from webtier._core.mux import MuxClient
 from webtier._core.mux.link import Link
-from webtier._core.protocol import read, write
+from webtier._core.protocol import read
 from webtier.testing import RedisCluster, RedisServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.needs_redis]
