@@ -82,7 +82,7 @@ async def _sha(url: str) -> str:
 
 async def redispy_command(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
     sha, client = await _sha(url), redis.asyncio.Redis.from_url(url)
-    return (lambda: client.evalsha(sha, 1, KEY)), client.aclose  # type: ignore[return-value]
+    return (lambda: client.evalsha(sha, 1, KEY)), client.aclose
 
 
 async def redispy_pipeline(url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
@@ -192,27 +192,26 @@ def round_trips(harness: Harness) -> list[Row]:
     harness.tables.append(
         Table("client CPU µs per EVALSHA round trip", ("client", *columns), cells)
     )
-    rows = []
-    for loop_name in loops:
-        for tasks in TASKS:
-            rows.append(
-                Row(
-                    f"EVALSHA round trip ({loop_name})",
-                    "client CPU µs",
-                    tasks,
-                    found["webtier's transport", tasks, loop_name],
-                    found["redis-py asyncio, one command", tasks, loop_name],
-                    goals=(ROUND_TRIP_GOALS[tasks],),
-                    note="book column: redis-py's asyncio client, one command",
-                )
-            )
-    return rows
+    return [
+        Row(
+            f"EVALSHA round trip ({loop_name})",
+            "client CPU µs",
+            tasks,
+            found["webtier's transport", tasks, loop_name],
+            found["redis-py asyncio, one command", tasks, loop_name],
+            goals=(ROUND_TRIP_GOALS[tasks],),
+            note="book column: redis-py's asyncio client, one command",
+        )
+        for loop_name in loops
+        for tasks in TASKS
+    ]
 
 
 # -- operations -----------------------------------------------------------------------------
 
 TOKENS = 256
 Operation = Callable[[int], Awaitable[Any]]
+Side = tuple[dict[str, Operation], Callable[[], Awaitable[None]]]
 
 
 async def webtier_operations(
@@ -231,7 +230,7 @@ async def webtier_operations(
     return operations, client.aclose
 
 
-async def book_operations(url: str) -> tuple[dict[str, Operation], Callable[[], Awaitable[None]]]:
+async def book_operations(url: str) -> Side:
     conn = redis.asyncio.Redis.from_url(url, decode_responses=True)
     tokens = [f"token{i}" for i in range(TOKENS)]
     operations: dict[str, Operation] = {
@@ -245,7 +244,7 @@ async def book_operations(url: str) -> tuple[dict[str, Operation], Callable[[], 
 
 
 def ops_per_cpu_second(
-    side: Callable[[str], Awaitable[tuple[dict[str, Operation], Callable[[], Awaitable[None]]]]],
+    side: Callable[[str], Awaitable[Side]],
     url: str,
     name: str,
     tasks: int,
@@ -293,8 +292,8 @@ def operations(harness: Harness) -> list[Row]:
                         f"{name} ({side.__name__.split('_')[0]})",
                         tasks,
                         "ops per client CPU second",
-                        lambda s=side, u=url, t=tasks: ops_per_cpu_second(  # type: ignore[misc]
-                            s, u, name, t, count
+                        lambda s=side, u=url, n=name, t=tasks: ops_per_cpu_second(  # type: ignore[misc]
+                            s, u, n, t, count
                         ),
                     )
                 )

@@ -56,9 +56,12 @@ async def open_link(settings: Settings, loop: asyncio.AbstractEventLoop) -> Link
 async def _not_tls(settings: Settings, error: BaseException) -> None:
     """A TLS connection that failed: to a plain server (it answers a plain
     ``PING``), the URL is wrong, said at once and never retried."""
-    if settings.tls is not None and settings.path is None:
-        if await speaks_plain_redis_async(settings.host, settings.port, settings.connect_timeout):
-            raise ConfigError(f"{NOT_TLS} ({settings.name})") from error
+    if (
+        settings.tls is not None
+        and settings.path is None
+        and await speaks_plain_redis_async(settings.host, settings.port, settings.connect_timeout)
+    ):
+        raise ConfigError(f"{NOT_TLS} ({settings.name})") from error
 
 
 async def _connect(link: Link, settings: Settings, loop: asyncio.AbstractEventLoop) -> None:
