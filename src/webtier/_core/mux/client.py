@@ -13,6 +13,7 @@ from typing import Any
 from redis import exceptions as rx
 
 from webtier._core.mux.dial import pack
+from webtier._core.mux.link import outcome_of
 from webtier._core.mux.node import Node
 from webtier._core.mux.settings import Settings
 from webtier._core.mux.slots import SlotMap
@@ -88,7 +89,7 @@ class MuxClient:
             node = self.node_at(host, port)
             try:
                 link = await node.link(loop)
-                outcome = await link.send(pack([("CLUSTER", "SLOTS")]), 1).future
+                outcome = outcome_of(await link.send(pack([("CLUSTER", "SLOTS")]), 1).future)
             except (OSError, rx.ConnectionError, rx.TimeoutError) as error:
                 failure = error
                 continue
@@ -141,7 +142,7 @@ class MuxClient:
             link = await node.link(asyncio.get_running_loop())
             packed = pack([command])
             await link.wait_for_room(len(packed))
-            outcome = await link.send(packed, 1).future
+            outcome = outcome_of(await link.send(packed, 1).future)
         except (OSError, rx.RedisError) as error:
             raise as_webtier_error(error) from error
         if outcome.error is not None:

@@ -14,7 +14,7 @@ from typing import Any
 import hiredis
 from redis import exceptions as rx
 
-from webtier._core.mux.link import Limits, Link
+from webtier._core.mux.link import Limits, Link, outcome_of
 from webtier._core.mux.settings import Settings
 from webtier._core.protocol import Command
 from webtier._core.redis_errors import as_webtier_error
@@ -88,7 +88,7 @@ async def _greet(link: Link, settings: Settings) -> None:
     greeting = settings.greeting()
     if not greeting:
         return
-    outcome = await link.send(pack(greeting), len(greeting)).future
+    outcome = outcome_of(await link.send(pack(greeting), len(greeting)).future)
     if outcome.error is not None:
         raise outcome.error
     for reply in outcome.replies:

@@ -25,9 +25,9 @@ from webtier._core.drive.aio import AsyncDriver, AsyncTransport
 from webtier._core.drive.shared import AsyncClient, _late, _out_of_time
 from webtier._core.mux.client import MuxClient
 from webtier._core.mux.dial import pack
-from webtier._core.mux.link import Link
+from webtier._core.mux.link import Link, outcome_of
 from webtier._core.mux.node import Node
-from webtier._core.protocol import Command, Step
+from webtier._core.protocol import Command, Request, Step
 from webtier._core.wire import NOT_DONE, flat, planned, settled
 from webtier.config import RetryPolicy
 
@@ -51,7 +51,14 @@ class MuxTransport(AsyncDriver):
             commands = planned(step)
             if not commands:
                 return []
-            first = await _send(server, flat(commands), budget)
+            got = await _send(server, flat(commands), budget)
+            if type(got) is list and type(step) is Request:  # the hot path's common case
+                for reply in got:
+                    if isinstance(reply, BaseException):
+                        break
+                else:
+                    return got
+            first = outcome_of(got)
             done = settled(step, first, commands)
             if done is not NOT_DONE:
                 return done
@@ -74,7 +81,7 @@ class MuxTransport(AsyncDriver):
         if node is None:
             missing = rx.ConnectionError(f"no master serves the slot of {target!r} now")
             return _late(Outcome([], missing, delivered=False), budget)
-        return await _send(node, send.commands, budget)
+        return outcome_of(await _send(node, send.commands, budget))
 
     async def _locate(self, routes: tuple[str, ...], budget: Budget | None) -> list[Any]:
         if self._server is not None:
@@ -108,9 +115,11 @@ class MuxTransport(AsyncDriver):
         return None
 
 
-async def _send(node: Node, commands: tuple[Command, ...], budget: Budget | None) -> Outcome:
-    """Queue ``commands`` on ``node``'s connection and await their replies,
-    no later than the deadline."""
+async def _send(
+    node: Node, commands: tuple[Command, ...], budget: Budget | None
+) -> list[Any] | Outcome:
+    """Queue ``commands`` on ``node``'s connection and await their replies
+    (a list), or what broke (an Outcome), no later than the deadline."""
     loop = asyncio.get_running_loop()
     packed = pack(commands)
     link = node.ready(loop)
@@ -132,10 +141,10 @@ async def _send(node: Node, commands: tuple[Command, ...], budget: Budget | None
         return await pending.future
     timer = loop.call_later(left, link.expire, pending)
     try:
-        outcome = await pending.future
+        got = await pending.future
     finally:
         timer.cancel()
-    return _late(outcome, budget)
+    return got if type(got) is list else _late(got, budget)  # type: ignore[arg-type]
 
 
 async def _link(

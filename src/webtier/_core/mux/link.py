@@ -55,13 +55,22 @@ def generation() -> int:
     return _generation
 
 
+def outcome_of(result: list[Any] | Outcome) -> Outcome:
+    """What a :class:`Pending` future resolves to, as an :class:`Outcome`."""
+    return Outcome(result) if type(result) is list else result  # type: ignore[return-value]
+
+
 class Pending:
     """One send: its packed commands until written, the replies read so far,
-    and the future its sender awaits (resolved with an :class:`Outcome`)."""
+    and the future its sender awaits: resolved with the list of replies when
+    they all came (no allocation more on the hot path), or with an
+    :class:`Outcome` saying what broke (:func:`outcome_of` reads either)."""
 
     __slots__ = ("count", "future", "packed", "replies", "written")
 
-    def __init__(self, future: asyncio.Future[Outcome], packed: bytes, count: int) -> None:
+    def __init__(
+        self, future: asyncio.Future[list[Any] | Outcome], packed: bytes, count: int
+    ) -> None:
         self.future = future
         self.packed = packed
         self.count = count
@@ -200,7 +209,7 @@ class Link(asyncio.Protocol):
                 self.in_flight -= pending.count
                 future = pending.future
                 if not future.done():  # else cancelled or out of time: dropped
-                    future.set_result(Outcome(replies))
+                    future.set_result(replies)
         if self.room:
             self._wake()
 
