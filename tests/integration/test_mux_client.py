@@ -246,3 +246,24 @@ async def test_replicas_are_never_written(
         assert written <= slots.masters
     finally:
         await client.aclose()
+
+
+async def test_commands_that_would_take_the_shared_connection_are_refused(
+    server: RedisServer,
+) -> None:
+    client = webtier.connect_async(server.url)
+    try:
+        for command in (
+            ("BLPOP", "k", 1),
+            ("multi",),
+            (b"SELECT", 1),
+            ("SUBSCRIBE", "c"),
+            ("XREAD", "BLOCK", 0, "STREAMS", "s", "$"),
+            ("CLIENT", "REPLY", "OFF"),
+        ):
+            with pytest.raises(webtier.InvalidInput, match="every task shares"):
+                await client.execute(*command)
+        assert await client.execute("XREAD", "COUNT", 1, "STREAMS", "s", "0") is None
+        assert await client.execute("CLIENT", "GETNAME") is None
+    finally:
+        await client.aclose()

@@ -19,9 +19,22 @@ from webtier._core.mux.settings import Settings
 from webtier._core.mux.slots import SlotMap
 from webtier._core.protocol import Arg, Reply
 from webtier._core.redis_errors import as_webtier_error
-from webtier.errors import ConfigError, ServerError
+from webtier.errors import ConfigError, InvalidInput, ServerError
 
 _NOT_CLUSTER = "cluster support disabled"  # CLUSTER SLOTS on a server not in cluster mode
+
+# Commands that would take the shared connection from every other task:
+# they block it (a blocking pop, WAIT), change its state for every command
+# after them (a transaction, a database, a protocol, credentials), or turn
+# it into something else (pub/sub, MONITOR). Use redis-py's client for them.
+_NOT_SHARED = frozenset(
+    b"""BLPOP BRPOP BRPOPLPUSH BLMOVE BLMPOP BZPOPMIN BZPOPMAX BZMPOP WAIT WAITAOF
+    MULTI EXEC DISCARD WATCH UNWATCH SELECT SWAPDB AUTH HELLO RESET QUIT
+    SUBSCRIBE PSUBSCRIBE SSUBSCRIBE UNSUBSCRIBE PUNSUBSCRIBE SUNSUBSCRIBE MONITOR
+    SYNC PSYNC REPLICAOF SLAVEOF READONLY READWRITE ASKING""".split()
+)
+_BLOCKING_READS = frozenset({b"XREAD", b"XREADGROUP"})  # with BLOCK
+_SUBCOMMANDED = _BLOCKING_READS | {b"CLIENT"}  # whose arguments are looked at
 
 
 class MuxClient:
@@ -128,6 +141,7 @@ class MuxClient:
         failure to reach Redis :class:`~webtier.errors.RedisUnavailable`;
         nothing is sent twice. webtier's operations do not go through here:
         they retry by their own rules."""
+        _check_shareable(command)
         try:
             if self.server is not None:
                 node = self.server
@@ -161,6 +175,28 @@ class MuxClient:
             if node is not None:
                 node.close()
         await asyncio.sleep(0)  # let the transports run their close
+
+
+def _word(arg: Arg) -> bytes:
+    return (arg if isinstance(arg, bytes) else str(arg).encode()).upper()
+
+
+def _check_shareable(command: tuple[Arg, ...]) -> None:
+    if not command:
+        raise InvalidInput("command", "is empty", command)
+    name = _word(command[0])
+    words = [_word(arg) for arg in command[1:]] if name in _SUBCOMMANDED else []
+    if (
+        name in _NOT_SHARED
+        or (name in _BLOCKING_READS and b"BLOCK" in words)
+        or (name == b"CLIENT" and words[:1] in ([b"REPLY"], [b"PAUSE"], [b"TRACKING"]))
+    ):
+        raise InvalidInput(
+            "command",
+            "it would block or change the connection every task shares; "
+            "use connect_async(url, client='redis-py') for it",
+            command[0],
+        )
 
 
 def _seen(task: asyncio.Task[Any]) -> None:

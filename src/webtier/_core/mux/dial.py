@@ -86,8 +86,6 @@ async def _connect(link: Link, settings: Settings, loop: asyncio.AbstractEventLo
 
 async def _greet(link: Link, settings: Settings) -> None:
     greeting = settings.greeting()
-    if not greeting:
-        return
     outcome = outcome_of(await link.send(pack(greeting), len(greeting)).future)
     if outcome.error is not None:
         raise outcome.error

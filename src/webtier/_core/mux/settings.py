@@ -91,8 +91,10 @@ class Settings:
         return _replace(self, host=host, port=port, path=None)
 
     def greeting(self) -> tuple[Command, ...]:
-        """The commands a new connection sends before any other: none at
-        all for a plain RESP2 connection to database 0."""
+        """The commands a new connection sends, and waits for, before any
+        other: at least a PING. A server that accepts the connection but
+        does not answer (stopped, hung) is found here, before a write is
+        put on it: that write then fails as "not sent", not "maybe applied"."""
         commands: list[Command] = []
         if self.protocol == 3:
             hello: list[Any] = ["HELLO", 3]
@@ -109,7 +111,7 @@ class Settings:
                 commands.append(("CLIENT", "SETNAME", self.client_name))
         if self.db:
             commands.append(("SELECT", self.db))
-        return tuple(commands)
+        return tuple(commands) or (("PING",),)
 
 
 def _replace(settings: Settings, **changes: Any) -> Settings:
