@@ -14,7 +14,7 @@ import asyncio
 import os
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -23,6 +23,7 @@ import webtier
 from tests.faults.proxy import Proxy
 from tests.faults.servers import DURABLE, start_server
 from webtier._core.mux import MuxClient
+from webtier._core.mux.dial import pack
 from webtier._core.protocol import read, write
 from webtier.testing import RedisServer
 
@@ -41,6 +42,15 @@ def incr(key: str) -> Any:
 
 def unique(n: int) -> list[str]:
     return [uuid.uuid4().hex for _ in range(n)]
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def anyio_backend(request: pytest.FixtureRequest) -> Any:
+    """asyncio's own event loop, and uvloop (the loop uvicorn[standard] runs
+    on): their transports differ in how they buffer, pause and report."""
+    if request.param == "uvloop":
+        return ("asyncio", {"use_uvloop": True})
+    return "asyncio"
 
 
 @pytest.fixture
@@ -203,9 +213,8 @@ async def test_past_the_deadline_a_call_returns_and_its_late_reply_is_dropped(
 
 
 async def flood(tier: webtier.AsyncWebTier, keys: list[str]) -> list[Any]:
-    return await asyncio.gather(
-        *(tier.transport.run(incr(k)) for k in keys), return_exceptions=True
-    )
+    flooding = (tier.transport.run(incr(key)) for key in keys)
+    return await asyncio.gather(*flooding, return_exceptions=True)
 
 
 def check_applied_once(outcomes: list[Any], keys: list[str], server: RedisServer) -> dict[str, int]:
@@ -228,46 +237,70 @@ def check_applied_once(outcomes: list[Any], keys: list[str], server: RedisServer
     return seen
 
 
+BATCH, STRUCK_AT = 4000, 1500  # INCRs in one batch; the fault strikes after this many
+
+
+async def half_served_batch(
+    proxy: Proxy, tier: webtier.AsyncWebTier, keys: list[str], fault: Callable[[], None]
+) -> list[Any]:
+    """Send ``keys``' INCRs as one batch, of which the server reads the first
+    ``STRUCK_AT`` (through the proxy) and answers them; then ``fault``."""
+    size = len(pack([("INCR", keys[0])]))  # every key the same length
+    proxy.cut_after(size * STRUCK_AT)
+    answered = proxy.down_bytes + len(b":1\r\n") * STRUCK_AT
+    running = asyncio.create_task(flood(tier, keys))
+    while proxy.down_bytes < answered:
+        await asyncio.sleep(0.01)
+    await asyncio.to_thread(fault)
+    return await running
+
+
 async def test_the_server_closing_the_connection_mid_batch(server: RedisServer) -> None:
-    client = webtier.connect_async(server.url)
+    proxy = Proxy(server.port)
+    port = await proxy.start()
+    client = webtier.connect_async(f"redis://127.0.0.1:{port}/0")
     tier = tier_of(client)
-    keys = [f"mux:{uuid.uuid4().hex}" for _ in range(5000)]
+    keys = [f"mux:{uuid.uuid4().hex}" for _ in range(BATCH)]
     try:
-        me = await client.execute("CLIENT", "ID")
-        running = asyncio.create_task(flood(tier, keys))
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)  # flushed: the server is reading the batch
+        await all_echo_right(tier, 10)
 
         def kill() -> None:
+            assert proxy.upstream is not None
+            host, port = proxy.upstream
             with server.client() as admin:
-                admin.execute_command("CLIENT", "KILL", "ID", me)
+                admin.execute_command("CLIENT", "KILL", "ADDR", f"{host}:{port}")
 
-        await asyncio.to_thread(kill)
-        outcomes = await running
-        check_applied_once(outcomes, keys, server)
-        await all_echo_right(tier)
+        outcomes = await half_served_batch(proxy, tier, keys, kill)
+        seen = check_applied_once(outcomes, keys, server)
+        # Answered before the kill: applied once; sent after: unknown.
+        assert seen == {"ok": STRUCK_AT, "not applied": 0, "unknown": BATCH - STRUCK_AT}
+        await all_echo_right(tier)  # on a new connection
     finally:
         await client.aclose()
+        await proxy.close()
 
 
 async def test_kill_9_mid_pipeline() -> None:
     with start_server(*DURABLE) as server:
-        client = webtier.connect_async(server.url)
-        tier = tier_of(client)
-        keys = [f"mux:{uuid.uuid4().hex}" for _ in range(3000)]
+        proxy = Proxy(server.port)
+        port = await proxy.start()
+        client = webtier.connect_async(f"redis://127.0.0.1:{port}/0", socket_connect_timeout=0.5)
+        tier = tier_of(client, time_limit=1.0)
+        keys = [f"mux:{uuid.uuid4().hex}" for _ in range(BATCH)]
+        later = [f"mux:{uuid.uuid4().hex}" for _ in range(100)]
         try:
             await all_echo_right(tier, 10)
-            running = asyncio.create_task(flood(tier, keys))
-            await asyncio.sleep(0)
-            await asyncio.sleep(0)
-            server.kill()
-            outcomes = await running
+            outcomes = await half_served_batch(proxy, tier, keys, server.kill)
+            unsent = await flood(tier, later)  # the server is down: nothing is sent
             server.launch()  # from its append-only file: every acknowledged write
             seen = check_applied_once(outcomes, keys, server)
-            assert seen["ok"] + seen["not applied"] + seen["unknown"] == len(keys)
+            assert seen["ok"] == STRUCK_AT  # acknowledged before the kill, kept
+            assert seen["unknown"] == BATCH - STRUCK_AT
+            assert check_applied_once(unsent, later, server)["not applied"] == len(later)
             await all_echo_right(tier)
         finally:
             await client.aclose()
+            await proxy.close()
 
 
 # -- sizes, forks ---------------------------------------------------------------------------
