@@ -10,8 +10,9 @@ matched to a FIFO of :class:`Pending` sends. What keeps that match exact:
   contiguous on the wire and in the FIFO;
 * the sends of every task in one loop iteration are written together: the
   first one schedules a flush with ``call_soon``, which runs after the tasks
-  already woken in that iteration (those woken by the replies just read
-  among them) have queued theirs;
+  already woken in that iteration have queued theirs; a read that resolved
+  waiters schedules it at once, right behind the wake-ups of the tasks it
+  woke, so what they send next goes out in the same iteration, in one write;
 * a waiter that gives up (cancelled, or past its deadline) keeps its place in
   the FIFO once written: its replies are read and dropped when they come.
   One that gives up before the flush is never written at all, so "not sent"
@@ -190,6 +191,7 @@ class Link(asyncio.Protocol):
         reader = self.reader
         reader.feed(data)
         waiting = self.waiting
+        woke = False
         while True:
             try:
                 reply = reader.gets()
@@ -210,6 +212,13 @@ class Link(asyncio.Protocol):
                 future = pending.future
                 if not future.done():  # else cancelled or out of time: dropped
                     future.set_result(replies)
+                    woke = True
+        if woke and not self.flush_due and not self.paused:
+            # The tasks just woken run next, in the order they were woken;
+            # a flush scheduled now runs right after them, in the same loop
+            # iteration, and writes what they send in one write.
+            self.flush_due = True
+            self.loop.call_soon(self._flush)
         if self.room:
             self._wake()
 
