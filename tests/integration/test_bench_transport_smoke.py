@@ -24,9 +24,7 @@ ROWS = {
 DB = 6  # with 7: the page cache bench's too, never at the same time
 
 
-def test_transport_bench_reports_every_row(
-    servers: dict[str, RedisServer], tmp_path: Path
-) -> None:
+def test_transport_bench_reports_every_row(servers: dict[str, RedisServer], tmp_path: Path) -> None:
     result, saved = run_bench_cli(
         servers["standalone"], DB, tmp_path, "transport", "--scale", "0.02"
     )
