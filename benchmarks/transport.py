@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import redis
@@ -156,14 +157,21 @@ def cpu_per_call(
 
 
 def _measure(
-    harness: Harness, name: str, tasks: int, unit: str, runs: Callable[[], float]
-) -> Measurement:
-    values = []
-    harness.ticker.begin(f"{name}, {tasks} task(s)", harness.settings.repeat)
-    for _ in range(harness.settings.repeat):
-        values.append(runs())
+    harness: Harness, what: str, tasks: int, unit: str, sides: dict[str, Callable[[], float]]
+) -> dict[str, Measurement]:
+    """Each side ``--repeat`` times, the sides taking turns run by run (so a
+    machine that gets busier or quieter meanwhile weighs on every side)."""
+    values: dict[str, list[float]] = {name: [] for name in sides}
+    harness.ticker.begin(f"{what}, {tasks} task(s)", harness.settings.repeat)
+    for turn in range(harness.settings.repeat):
+        names = list(sides)
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            values[name].append(sides[name]())
         harness.ticker.tick()
-    return harness.record(Measurement(name, tasks, unit, tuple(values)))
+    return {
+        name: harness.record(Measurement(name, tasks, unit, tuple(found)))
+        for name, found in values.items()
+    }
 
 
 def round_trips(harness: Harness) -> list[Row]:
@@ -173,17 +181,18 @@ def round_trips(harness: Harness) -> list[Row]:
     found: dict[tuple[str, int, str], Measurement] = {}
     for loop_name, factory in loops.items():
         for tasks in TASKS:
-            for name, maker in CLIENTS.items():
-                harness.say(f"{name}, {tasks} task(s), {loop_name}")
-                found[name, tasks, loop_name] = _measure(
-                    harness,
-                    f"{name} ({loop_name})",
-                    tasks,
-                    "client CPU µs per round trip",
-                    lambda m=maker, t=tasks, f=factory: cpu_per_call(  # type: ignore[misc]
-                        lambda: m(url), t, calls, f
-                    ),
+            harness.say(f"EVALSHA round trips, {tasks} task(s), {loop_name}")
+            sides: dict[str, Callable[[], float]] = {
+                f"{name} ({loop_name})": partial(
+                    cpu_per_call, partial(maker, url), tasks, calls, factory
                 )
+                for name, maker in CLIENTS.items()
+            }
+            measured = _measure(
+                harness, f"round trips ({loop_name})", tasks, "client CPU µs per round trip", sides
+            )
+            for name in CLIENTS:
+                found[name, tasks, loop_name] = measured[f"{name} ({loop_name})"]
     columns = [f"{t} task{'s' if t > 1 else ''}, {loop}" for loop in loops for t in TASKS]
     cells = tuple(
         (name, *(f"{found[name, t, loop].value:.1f}" for loop in loops for t in TASKS))
@@ -285,29 +294,21 @@ def operations(harness: Harness) -> list[Row]:
     for name in names:
         for tasks in TASKS:
             harness.say(f"{name}, {tasks} task(s)")
-            found = []
-            for side, url in (
-                (webtier_operations, harness.server.url),
-                (book_operations, harness.server.book_url),
-            ):
-                found.append(
-                    _measure(
-                        harness,
-                        f"{name} ({side.__name__.split('_')[0]})",
-                        tasks,
-                        "ops per client CPU second",
-                        lambda s=side, u=url, n=name, t=tasks: ops_per_cpu_second(  # type: ignore[misc]
-                            s, u, n, t, count
-                        ),
-                    )
+            sides: dict[str, Callable[[], float]] = {
+                f"{name} ({label})": partial(ops_per_cpu_second, side, url, name, tasks, count)
+                for label, side, url in (
+                    ("webtier", webtier_operations, harness.server.url),
+                    ("book", book_operations, harness.server.book_url),
                 )
+            }
+            found = _measure(harness, name, tasks, "ops per client CPU second", sides)
             rows.append(
                 Row(
                     name,
                     "ops/client CPU s",
                     tasks,
-                    found[0],
-                    found[1],
+                    found[f"{name} (webtier)"],
+                    found[f"{name} (book)"],
                     goals=(OPERATION_GOALS[tasks],),
                     note="book: its listing on redis-py's asyncio client",
                 )
