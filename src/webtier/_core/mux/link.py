@@ -136,6 +136,8 @@ class Link(asyncio.Protocol):
         if not self.flush_due and not self.paused:
             self.flush_due = True
             self.loop.call_soon(self._flush)
+        if self.room:  # a sender woken for room has sent: the next may fit too
+            self._wake()
         return pending
 
     def _flush(self) -> None:
@@ -169,17 +171,38 @@ class Link(asyncio.Protocol):
             pending.future.set_result(Outcome(pending.replies, late, delivered=pending.written))
 
     async def wait_for_room(self, size: int) -> None:
+        """Until the connection has room for ``size`` more bytes (or closed).
+        Senders wait in line: the first is woken when room is made, and once
+        it has sent, the next (see :meth:`send`); one woken without room
+        enough waits again at the head of the line."""
+        again = False
         while self.closed is None and not self.has_room(size):
             waiter = self.loop.create_future()
-            self.room.append(waiter)
-            await waiter
+            if again:
+                self.room.appendleft(waiter)
+            else:
+                self.room.append(waiter)
+            again = True
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake()  # it was woken, and will not send: the next one's turn
+                raise
 
     def _wake(self) -> None:
         room = self.room
-        while room and (self.closed is not None or self.has_room(0)):
+        if self.closed is not None:  # every sender learns it at once
+            while room:
+                waiter = room.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+            return
+        while room and self.has_room(0):
             waiter = room.popleft()
-            if not waiter.done():
+            if not waiter.done():  # else cancelled meanwhile: the next one
                 waiter.set_result(None)
+                return
 
     # -- asyncio's callbacks ---------------------------------------------------------
 
