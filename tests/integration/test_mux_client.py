@@ -16,6 +16,7 @@ import pytest
 
 import webtier
 from tests.faults.servers import make_certificate, start_server
+from tests.helpers import wait_for
 from webtier._core.mux import MuxClient
 from webtier._core.mux.link import Link
 from webtier._core.protocol import read
@@ -267,3 +268,50 @@ async def test_commands_that_would_take_the_shared_connection_are_refused(
         assert await client.execute("CLIENT", "GETNAME") is None
     finally:
         await client.aclose()
+
+
+def test_a_client_used_from_one_event_loop_then_another(server: RedisServer) -> None:
+    # The second loop gets connections of its own; the first's, its loop
+    # not running, are closed without it (for when it runs again).
+    client = webtier.connect_async(server.url)
+    first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        one = first.run_until_complete(client.execute("CLIENT", "ID"))
+        two = second.run_until_complete(client.execute("CLIENT", "ID"))
+        assert one != two
+        first.run_until_complete(asyncio.sleep(0))  # the first's transport finishes closing
+
+        def ids() -> set[str]:
+            with server.client() as admin:
+                return {c["id"] for c in admin.client_list()}
+
+        wait_for(lambda: str(one) not in ids(), "the first loop's connection closed")
+        assert str(two) in ids()
+        second.run_until_complete(client.aclose())
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_client_serving_a_running_loop_is_refused_to_another(server: RedisServer) -> None:
+    import threading
+
+    client = webtier.connect_async(server.url)
+    ready, done = threading.Event(), threading.Event()
+
+    async def serve() -> None:
+        await client.execute("PING")
+        ready.set()
+        while not done.is_set():
+            await asyncio.sleep(0.01)
+        await client.aclose()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),))
+    thread.start()
+    try:
+        ready.wait(10)
+        with pytest.raises(webtier.ConfigError, match="a client per event loop"):
+            asyncio.run(client.execute("PING"))
+    finally:
+        done.set()
+        thread.join(10)

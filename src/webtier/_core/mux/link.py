@@ -291,14 +291,18 @@ class Link(asyncio.Protocol):
         self.abort(rx.ConnectionError(f"connection to {self.name} closed by the client"))
 
     def discard(self) -> None:
-        """Close the socket of a connection whose event loop is closed (its
-        transport can no longer be told to)."""
-        self._fail(rx.ConnectionError(f"connection to {self.name} closed with its event loop"))
-        sock = None if self.transport is None else self.transport.get_extra_info("socket")
+        """Close a connection whose event loop is not running (or closed):
+        its transport is told, for when that loop runs again, and its socket
+        is closed now."""
+        self._fail(rx.ConnectionError(f"connection to {self.name} left with its event loop"))
+        if self.transport is None:
+            return
+        sock = self.transport.get_extra_info("socket")
+        with contextlib.suppress(RuntimeError):  # a closed loop takes no callback
+            self.transport.abort()
         raw = getattr(sock, "_sock", sock)
-        if raw is not None and hasattr(raw, "close"):
-            with contextlib.suppress(OSError):
-                raw.close()
+        with contextlib.suppress(Exception):  # a transport of uvloop's has no socket of Python's
+            raw.close()
 
     def _fail(self, error: BaseException) -> None:
         if self.closed is not None:

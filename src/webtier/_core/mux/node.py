@@ -16,6 +16,7 @@ import contextlib
 from webtier._core.mux.dial import open_link
 from webtier._core.mux.link import Link, generation
 from webtier._core.mux.settings import Settings
+from webtier.errors import ConfigError
 
 # Connections made before a fork, kept referenced and untouched in the
 # child: closing them could disturb nothing (the parent holds the same
@@ -58,6 +59,7 @@ class Node:
         ready = self.ready(loop)
         if ready is not None:
             return ready
+        self._check_one_loop(loop)
         index = self._slot(loop)
         task = self._dialing[index]
         if task is None or task.done() or task.get_loop() is not loop:
@@ -65,6 +67,22 @@ class Node:
             task.add_done_callback(_seen)
             self._dialing[index] = task
         return await asyncio.shield(task)
+
+    def _check_one_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """One running event loop at a time: a connection serving a loop that
+        runs in another thread is not taken from it."""
+        for link in self.links:
+            if (
+                link is not None
+                and link.loop is not loop
+                and link.closed is None
+                and link.generation == generation()
+                and link.loop.is_running()
+            ):
+                raise ConfigError(
+                    f"this client's connection to {self.name} serves an event loop "
+                    "running in another thread: make a client per event loop"
+                )
 
     def _slot(self, loop: asyncio.AbstractEventLoop) -> int:
         for index, link in enumerate(self.links):
@@ -99,12 +117,12 @@ class Node:
 def _drop(link: Link, loop: asyncio.AbstractEventLoop | None) -> None:
     if link.generation != generation():
         _INHERITED.append(link)
-    elif link.loop is loop or (loop is None and not link.loop.is_closed()):
+    elif link.loop is loop:
         link.close()
-    elif not link.loop.is_closed():  # another loop, still open: close it there
+    elif link.loop.is_running():  # in another thread: closed there
         with contextlib.suppress(RuntimeError):
             link.loop.call_soon_threadsafe(link.close)
-    else:  # its loop is closed and cannot run the transport's close: the socket alone
+    else:  # its loop runs no more (or not now): closed without it
         link.discard()
 
 
