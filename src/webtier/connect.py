@@ -1,4 +1,6 @@
-"""redis-py clients from one URL, and :func:`open` for a ready WebTier.
+"""Clients from one URL, and :func:`open` for a ready WebTier: redis-py's
+sync clients (:func:`connect`), webtier's own asyncio client or redis-py's
+(:func:`connect_async`).
 
 URL forms (the cluster form is webtier's own; the others are redis-py's):
 
@@ -16,7 +18,8 @@ retry: for webtier's operations webtier retries itself, by the rules of
 ``retry=`` if you want redis-py's. The connections of these clients also
 keep a webtier operation's time limit (:func:`webtier.time_limit`) while
 they connect, so a hung server costs an operation no more than its limit
-even on a new connection.
+even on a new connection (webtier's asyncio client bounds every wait by it:
+see docs/transport.md).
 
 Errors are webtier's: a cluster none of whose seeds answers raises
 :class:`~webtier.errors.RedisUnavailable`; a seed that is not in cluster
