@@ -32,9 +32,9 @@ from typing import Any
 
 import hiredis
 from redis import exceptions as rx
-from redis._parsers.base import BaseParser
 
 from webtier._core.actions import Outcome, TimeLimitReached
+from webtier._core.redispy import parse_error
 
 _NO_REPLY: Any = object()  # what the reader returns while a reply is incomplete
 
@@ -99,7 +99,7 @@ class Link(asyncio.Protocol):
         self.name = name
         self.generation = _generation
         self.transport: asyncio.Transport | None = None
-        self.reader = hiredis.Reader(notEnoughData=_NO_REPLY, replyError=BaseParser.parse_error)
+        self.reader = hiredis.Reader(notEnoughData=_NO_REPLY, replyError=parse_error)
         self.queued: list[Pending] = []  # packed, not yet written
         self.waiting: deque[Pending] = deque()  # written; replies due in this order
         self.in_flight = 0  # commands queued or waiting
