@@ -19,7 +19,8 @@ from tests.faults.servers import make_certificate, start_server
 from tests.helpers import wait_for
 from webtier._core.mux import MuxClient
 from webtier._core.mux.link import Link
-from webtier._core.protocol import read
+from webtier._core.mux.slots import slot_of
+from webtier._core.protocol import read, write
 from webtier.testing import RedisCluster, RedisServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.needs_redis]
@@ -315,3 +316,49 @@ def test_a_client_serving_a_running_loop_is_refused_to_another(server: RedisServ
     finally:
         done.set()
         thread.join(10)
+
+
+@pytest.mark.onlycluster
+async def test_a_slot_being_migrated_is_followed_by_ask(
+    cluster: RedisCluster, redis_url: str, prefix: str
+) -> None:
+    # The slot of a new key is moving from its master to another: its old
+    # master answers ASK, and the write goes once to the new one (ASKING).
+    client = webtier.connect_async(redis_url)
+    key = f"{prefix}:ask"
+    slot = slot_of(key)
+    try:
+        await client.execute("PING", route=key)
+        slots = client.slots
+        assert slots is not None
+        source_name = slots.owners[slot]
+        target_name = next(name for name in sorted(slots.masters) if name != source_name)
+        admins = {f"127.0.0.1:{s.port}": s.client() for s in cluster.servers}
+        source, target = admins[str(source_name)], admins[target_name]
+        source_id, target_id = (
+            source.execute_command("CLUSTER", "MYID"),
+            target.execute_command("CLUSTER", "MYID"),
+        )
+        target.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        source.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+        try:
+            tier = webtier.AsyncWebTier(client, webtier.Config(prefix=prefix))
+
+            def incr() -> Any:
+                (reply,) = yield write(key, ("INCR", key), idempotent=False)
+                return reply
+
+            assert await tier.transport.run(incr()) == 1
+            assert source.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+            assert target.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 1
+        finally:
+            pipe = target.pipeline(transaction=False)
+            pipe.execute_command("ASKING")
+            pipe.execute_command("DEL", key)
+            pipe.execute()
+            for admin in (source, target):
+                admin.execute_command("CLUSTER", "SETSLOT", slot, "NODE", source_id)
+            for admin in admins.values():
+                admin.close()
+    finally:
+        await client.aclose()
