@@ -343,7 +343,7 @@ POSTGRES_URL = os.environ.get("WEBTIER_TEST_POSTGRES_URL")
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A PostgreSQL of the suite's own (webtier.pgserver), or the external one."""
+    """A PostgreSQL of the suite's own (webtier.testing.pgserver), or the external one."""
     if POSTGRES_URL:
         yield POSTGRES_URL
         return

@@ -1,8 +1,7 @@
 """Session tokens: how webtier issues them and which it accepts.
 
 The values and errors of ``tier.sessions`` and ``tier.carts`` live in
-:mod:`webtier.types` and :mod:`webtier.errors` (their old names here still work,
-deprecated).
+:mod:`webtier.types` and :mod:`webtier.errors`.
 
 Tokens are issued by :func:`new_token` (``secrets.token_urlsafe(32)``, 256
 bits); in strict mode (the default) only tokens of that form are accepted,
@@ -16,10 +15,7 @@ import re
 import secrets
 from typing import Final, Literal
 
-from webtier._core.compat import moved
-from webtier.errors import (
-    BadToken,
-)
+from webtier.errors import BadToken
 
 TOKEN_BYTES: Final = 32  # 256 bits of randomness per token
 # secrets.token_urlsafe(32): 43 characters of the URL-safe base64 alphabet.
@@ -56,18 +52,3 @@ def check_token(token: object, *, strict: bool = True) -> str:
         raise BadToken("token", f"is not a session token ({form})", token)
     return token  # type: ignore[return-value]
 
-
-__getattr__ = moved(
-    __name__,
-    {
-        "CleanReport": "webtier.types:SessionCleanReport",
-        "SessionInfo": "webtier.types:SessionInfo",
-        "CartChange": "webtier.types:CartChange",
-        "LoginResult": "webtier.types:LoginResult",
-        "SessionStats": "webtier.types:SessionStats",
-        "UnknownSession": "webtier.errors:UnknownSession",
-        "UserMismatch": "webtier.errors:UserMismatch",
-        "DataTooLarge": "webtier.errors:DataTooLarge",
-        "CartLimit": "webtier.errors:CartLimit",
-    },
-)

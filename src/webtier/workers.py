@@ -37,7 +37,6 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webtier._core.compat import moved
 from webtier._core.protocol import Op
 from webtier._core.schedule import Job, Schedule
 from webtier._ops import counters, deployment
@@ -420,5 +419,3 @@ class AsyncWorker(_WorkerBase):
             await asyncio.wait_for(self._stop.wait(), action.seconds)
         return None
 
-
-__getattr__ = moved(__name__, {"Step": "webtier.types:JobStep"})

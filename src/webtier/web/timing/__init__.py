@@ -36,7 +36,6 @@ One shared core (``core``: recording as an operation) and thin adapters:
 
 from typing import TYPE_CHECKING
 
-from webtier._core.compat import moved
 from webtier.web._lazy import lazy
 
 # Flask is imported only when install() runs.
@@ -58,16 +57,7 @@ __all__ = [
 ]
 
 # The ASGI adapter needs Starlette (webtier[web]): imported on first use.
-# The old names are deprecated aliases.
 __getattr__ = lazy(
     __name__,
     {"ASGIMiddleware": "webtier.web.timing.asgi", "starlette_route": "webtier.web.timing.asgi"},
-    then=moved(
-        __name__,
-        {
-            "AccessTimeMiddleware": "webtier.web.timing:ASGIMiddleware",
-            "WSGIAccessTime": "webtier.web.timing:WSGIMiddleware",
-            "time_flask": "webtier.web.timing.flask:install",
-        },
-    ),
 )
