@@ -51,4 +51,3 @@ def check_token(token: object, *, strict: bool = True) -> str:
         form = "43 URL-safe characters" if strict else "16-128 URL-safe characters"
         raise BadToken("token", f"is not a session token ({form})", token)
     return token  # type: ignore[return-value]
-

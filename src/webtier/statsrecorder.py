@@ -27,13 +27,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from webtier._core.flush import AsyncFlusher, SyncFlusher, Tallies, settle
 from webtier._core.keys import check_name, check_stat_type
 from webtier._core.protocol import Op
 from webtier._ops import stats
 from webtier._ops.stats_batch import Batch, Entry, Results, merge_many
 from webtier.config import Config
 from webtier.histogram import bucket_of
-from webtier.recorder import AsyncFlusher, SyncFlusher, Tallies, settle
 from webtier.types import FlushReport
 
 # (context, type) pairs checked once and remembered; beyond this many, the

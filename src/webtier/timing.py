@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
@@ -24,7 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from webtier._core.keys import check_name
 from webtier._core.protocol import Op
-from webtier._core.throttle import Throttle
+from webtier._core.throttle import OutageLog
 from webtier._ops import stats
 from webtier.config import ACCESS_TIME, Config
 from webtier.errors import WebtierError
@@ -33,30 +32,15 @@ from webtier.types import Recorded
 P = ParamSpec("P")
 T = TypeVar("T")
 
-log = logging.getLogger("webtier.stats")
-
 REPORT_EVERY = 30.0  # seconds between two log lines about failing records
 
 
-class FailureLog:
-    """Logs failures to record, the first at once and then at most one line
-    per ``REPORT_EVERY`` seconds with how many failed meanwhile: an outage
-    must not write a line per request."""
-
-    def __init__(self) -> None:
-        self._throttle = Throttle(REPORT_EVERY)
-
-    def failed(self, context: str, error: WebtierError) -> None:
-        if missed := self._throttle.due():
-            log.warning(
-                "access time not recorded (%d since the last report), e.g. %r: %s",
-                missed,
-                context,
-                error,
-            )
+def failure_log() -> OutageLog:
+    """The log of failures to record an access time (one per process)."""
+    return OutageLog("webtier.stats", REPORT_EVERY, "access time not recorded")
 
 
-FAILURES = FailureLog()
+FAILURES = failure_log()
 
 
 class _Stopwatch:
@@ -108,7 +92,7 @@ class AccessTimer(_Stopwatch):
             try:
                 self._run(record)
             except WebtierError as failure:
-                FAILURES.failed(self.context, failure)
+                FAILURES.failed(failure, f"e.g. {self.context!r}")
 
     def __call__(self, function: Callable[P, T]) -> Callable[P, T]:
         @functools.wraps(function)
@@ -144,7 +128,7 @@ class AsyncAccessTimer(_Stopwatch):
             try:
                 await self._run(record)
             except WebtierError as failure:
-                FAILURES.failed(self.context, failure)
+                FAILURES.failed(failure, f"e.g. {self.context!r}")
 
     def __call__(
         self, function: Callable[P, Coroutine[Any, Any, T]]

@@ -418,4 +418,3 @@ class AsyncWorker(_WorkerBase):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), action.seconds)
         return None
-

@@ -24,7 +24,7 @@ from webtier.errors import LateCookie, RedisUnavailable
 from webtier.testing import RedisServer
 from webtier.web.sessions import SessionOptions, flows
 from webtier.web.sessions.cookie import Where, encode
-from webtier.web.sessions.outage import OutageLog
+from webtier.web.sessions.outage import outage_log
 from webtier.web.sessions.state import SessionState
 
 pytestmark = pytest.mark.needs_redis
@@ -79,7 +79,7 @@ def state_of(
     options = SessionOptions(**settings)
     if cookie is None and token is not None:
         cookie = f"webtier_session={encode(options, token)}"
-    state = SessionState.from_cookie(options, OutageLog(30), cookie)
+    state = SessionState.from_cookie(options, outage_log(30), cookie)
     state.views = tier.ranking.views
     return state
 

@@ -78,11 +78,11 @@ async def test_a_view_recorded_after_the_session_ended_counts_once(tier: Any) ->
     # A handler reads the user, a logout elsewhere ends the session, then the
     # handler records a view: it goes to a new session, counted once.
     from webtier.web.sessions import SessionOptions, flows
-    from webtier.web.sessions.outage import OutageLog
+    from webtier.web.sessions.outage import outage_log
     from webtier.web.sessions.state import SessionState
 
     token = await tier.sessions.new()
-    state = SessionState(SessionOptions(), OutageLog(30), token, views=tier.ranking.views)
+    state = SessionState(SessionOptions(), outage_log(30), token, views=tier.ranking.views)
     # The flows are ordinary operations: the tier's own transport runs them.
     run = tier.transport.run
     if not isinstance(tier, webtier.AsyncWebTier):

@@ -92,7 +92,7 @@ def stopped_server() -> RedisServer:
 def test_when_redis_is_away_the_block_still_succeeds_and_it_is_logged(
     stopped_server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(timing, "FAILURES", timing.FailureLog())
+    monkeypatch.setattr(timing, "FAILURES", timing.failure_log())
     policy = webtier.RetryPolicy(attempts=0)
     # webtier.connect: no redis-py retry inside connect (a plain client tries 4 times)
     client = webtier.connect(stopped_server.url)

@@ -21,12 +21,13 @@ from webtier._core.checks import (
     check_real,
     check_time,
 )
+from webtier._core.flush import Flusher
 from webtier._core.keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
 from webtier._ops import carts, counters, pagecache, ranking, rows, stats
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
 from webtier.errors import ConfigError, InvalidInput, WebtierError
-from webtier.recorder import Tally, _RecorderBase
+from webtier.recorder import Tally
 from webtier.rowsource import FunctionSource, check_source
 
 CFG = Config(prefix="p")
@@ -327,7 +328,7 @@ def test_page_cache_refuses_what_is_not_a_url_plan_or_call() -> None:
 def test_recorder_settings_are_refused_with_a_config_error(settings: dict[str, Any]) -> None:
     values = {"flush_interval": 0.1, "max_pending": 10, **settings}
     with pytest.raises(ConfigError):
-        _RecorderBase(CFG, values["flush_interval"], values["max_pending"], _Event())
+        Flusher(CFG, values["flush_interval"], values["max_pending"], _Event())
 
 
 class _Event:

@@ -303,9 +303,9 @@ def test_page_response_gzip_304_and_headers() -> None:
 
 
 def test_outage_log_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
-    log = policy.OutageLog(3600)
+    log = policy.Policy(CFG, HOME).outage
     for _ in range(5):
-        log.report(RuntimeError("down"))
+        log.failed(RuntimeError("down"))
     assert len(caplog.records) == 1
 
 

@@ -39,7 +39,6 @@ from webtier.cli.settings import settings
 __all__ = ["main"]
 
 
-
 for command in (
     workers.worker,
     workers.workers,

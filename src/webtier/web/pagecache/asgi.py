@@ -130,7 +130,7 @@ class ASGIMiddleware:
             with time_limit(limit):
                 copy, admission = await run(pagecache.lookup(self.tier.config, plan))
         except WebtierError as error:
-            self.policy.outage.report(error)
+            self.policy.outage.failed(error)
             await self._done(Served("MISS", rendered=await render()), request, send, render)
             return
         leader = self._inflight.get(plan.digest) if copy is None else None
@@ -158,7 +158,7 @@ class ASGIMiddleware:
                     )
                 )
         except WebtierError as error:
-            self.policy.outage.report(error)
+            self.policy.outage.failed(error)
             served = Served("MISS", rendered=render.result or await render())
         finally:
             if leading:

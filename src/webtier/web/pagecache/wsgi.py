@@ -151,7 +151,7 @@ class WSGIMiddleware:
                     pagecache.serve(self.tier.config, plan, Call(render))
                 )
         except WebtierError as error:
-            self.policy.outage.report(error)
+            self.policy.outage.failed(error)
             served = Served("MISS", rendered=render.result or render())
         if self.recorder is not None:
             for name in self.policy.counters(served.outcome, render.result is not None):

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from webtier._core.deadline import check_limit, time_limit
 from webtier._core.extras import extra_needed
-from webtier.recorder import check_interval
+from webtier._core.flush import check_interval
 from webtier.web.timing.core import FLUSH_INTERVAL, UNMATCHED, batch, record
 
 with extra_needed("web", "the access time middleware"):

@@ -29,7 +29,7 @@ def record(cfg: Config, context: str, seconds: float, failed: bool) -> Op[None]:
     try:
         yield from stats.record(cfg, context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
     except WebtierError as error:
-        timing.FAILURES.failed(context, error)
+        timing.FAILURES.failed(error, f"e.g. {context!r}")
 
 
 def batch(
@@ -41,7 +41,7 @@ def batch(
     try:
         recorder.record(context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
     except WebtierError as error:
-        timing.FAILURES.failed(context, error)
+        timing.FAILURES.failed(error, f"e.g. {context!r}")
     except RuntimeError:  # closed: shutting down
         return False
     return True

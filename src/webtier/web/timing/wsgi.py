@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
 from webtier._core.deadline import check_limit, time_limit
-from webtier.recorder import check_interval
+from webtier._core.flush import check_interval
 from webtier.statsrecorder import StatsRecorder
 from webtier.sync import WebTier
 from webtier.web.timing.core import FLUSH_INTERVAL, ROUTE_KEY, UNMATCHED, batch, record
