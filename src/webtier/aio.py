@@ -14,7 +14,6 @@ from webtier._core.facade import Part, async_op
 from webtier._core.protocol import Request
 from webtier._core.sessions_part import SessionsPart
 from webtier._ops import carts as cart_ops
-from webtier._ops import counters
 from webtier._ops import deployment as settings
 from webtier._ops import pagecache as pages
 from webtier._ops import ranking as views
@@ -24,27 +23,10 @@ from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
 from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
+from webtier.counters.aio import Counters
 from webtier.ranking import AsyncTopItems, AsyncViewAggregator, ViewCounter
-from webtier.recorder import AsyncRecorder
 from webtier.statsrecorder import AsyncStatsRecorder
 from webtier.timing import AsyncAccessTimer
-
-
-class Counters(Part):
-    """Time-series counters at several precisions (Redis in Action 5.2.1)."""
-
-    record = async_op(counters.record)
-    get = async_op(counters.get)
-    get_many = async_op(counters.get_many)
-    names = async_op(counters.names)
-    clean = async_op(counters.clean)
-
-    def recorder(self, *, flush_interval: float = 0.1, max_pending: int = 10_000) -> AsyncRecorder:
-        """A batched recorder for hot counters (create it in a running loop):
-        see :class:`webtier.recorder.AsyncRecorder`."""
-        return AsyncRecorder(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
 
 
 class Stats(Part):

@@ -34,11 +34,11 @@ from typing import Any
 
 from webtier._core.keys import check_name, item_shard
 from webtier._core.protocol import Op, Request
-from webtier._ops import counters
 from webtier._ops import ranking as views
 from webtier.config import Config
+from webtier.counters import AsyncRecorder, Recorder
+from webtier.counters import ops as counters
 from webtier.errors import ConfigError, InvalidInput, WebtierError
-from webtier.recorder import AsyncRecorder, Recorder
 
 log = logging.getLogger("webtier.ranking")
 

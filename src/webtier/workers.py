@@ -37,9 +37,10 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from webtier import counters
 from webtier._core.protocol import Op
 from webtier._core.schedule import Job, Schedule
-from webtier._ops import counters, deployment
+from webtier._ops import deployment
 from webtier._ops import ranking as views
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
@@ -62,7 +63,7 @@ class ColdStop(BaseException):
 
 
 def _clean_counters(cfg: Config, pass_number: int) -> Op[JobStep]:
-    report = yield from counters.clean(cfg, pass_number)
+    report = yield from counters.ops.clean(cfg, pass_number)
     summary = (
         f"pass {pass_number}: {report.counters} counters, {report.samples_dropped} samples "
         f"dropped, {report.counters_unlisted} unlisted in {report.seconds:.2f} s"
@@ -132,7 +133,7 @@ def _clean_sessions(cfg: Config, pass_number: int) -> Op[JobStep]:
     if report.deleted:
         # The cleaner's rate, for the dashboard and the metrics: one more
         # round trip per pass that removed something, none when idle.
-        yield from counters.record(cfg, SESSIONS_CLEANED, report.deleted)
+        yield from counters.ops.record(cfg, SESSIONS_CLEANED, report.deleted)
     if not (report.deleted or report.spared):
         return JobStep(cfg.sessions.clean_interval, "")
     summary = (

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webtier import book
+from webtier import book, counters
 from webtier._core.checks import (
     MAX_INT,
     MAX_TIME,
@@ -23,11 +23,11 @@ from webtier._core.checks import (
 )
 from webtier._core.flush import Flusher
 from webtier._core.keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
-from webtier._ops import carts, counters, pagecache, ranking, rows, stats
+from webtier._ops import carts, pagecache, ranking, rows, stats
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
+from webtier.counters.tally import Tally
 from webtier.errors import ConfigError, InvalidInput, WebtierError
-from webtier.recorder import Tally
 from webtier.rowsource import FunctionSource, check_source
 
 CFG = Config(prefix="p")
@@ -231,29 +231,29 @@ def test_a_huge_int_in_an_error_is_shown_by_its_size() -> None:
 
 
 def test_counters_refuse_what_they_cannot_hold() -> None:
-    assert "now" in str(refused(counters.record(CFG, "a", 1, now=10**400)))
-    assert "count" in str(refused(counters.record(CFG, "a", Fraction(10**400, 3))))
-    assert "count" in str(refused(counters.record(CFG, "a", HUGE)))
-    assert "name" in str(refused(counters.record(CFG, HUGE)))  # type: ignore[arg-type]
-    assert "prefix" in str(refused(counters.names(CFG, 1)))  # type: ignore[arg-type]
-    assert "precision" in str(refused(counters.get(CFG, "a", Decimal("sNaN"))))  # type: ignore[arg-type]
-    assert "start" in str(refused(counters.get(CFG, "a", 60, start="x")))  # type: ignore[arg-type]
-    assert "pass_number" in str(refused(counters.clean(CFG, Decimal("sNaN"))))  # type: ignore[arg-type]
-    assert "batch" in str(refused(counters.clean(CFG, 0, None, HUGE)))
-    assert "batch" in str(refused(counters.clean(CFG, 0, None, 1.5)))  # type: ignore[arg-type]
+    assert "now" in str(refused(counters.ops.record(CFG, "a", 1, now=10**400)))
+    assert "count" in str(refused(counters.ops.record(CFG, "a", Fraction(10**400, 3))))
+    assert "count" in str(refused(counters.ops.record(CFG, "a", HUGE)))
+    assert "name" in str(refused(counters.ops.record(CFG, HUGE)))  # type: ignore[arg-type]
+    assert "prefix" in str(refused(counters.ops.names(CFG, 1)))  # type: ignore[arg-type]
+    assert "precision" in str(refused(counters.ops.get(CFG, "a", Decimal("sNaN"))))  # type: ignore[arg-type]
+    assert "start" in str(refused(counters.ops.get(CFG, "a", 60, start="x")))  # type: ignore[arg-type]
+    assert "pass_number" in str(refused(counters.ops.clean(CFG, Decimal("sNaN"))))  # type: ignore[arg-type]
+    assert "batch" in str(refused(counters.ops.clean(CFG, 0, None, HUGE)))
+    assert "batch" in str(refused(counters.ops.clean(CFG, 0, None, 1.5)))  # type: ignore[arg-type]
 
 
 def test_counters_take_whole_numbers_of_every_kind() -> None:
     for count in (2, 2.0, Fraction(4, 2), Decimal("2")):
-        request = next(counters.record(CFG, "a", count, now=Decimal(1000)))  # type: ignore[arg-type]
+        request = next(counters.ops.record(CFG, "a", count, now=Decimal(1000)))  # type: ignore[arg-type]
         assert request.commands[0].args[1:3] == ("a", 2)  # type: ignore[union-attr]
-    (request,) = next(counters.get(CFG, "a", 60.0))  # type: ignore[arg-type, misc]
+    (request,) = next(counters.ops.get(CFG, "a", 60.0))  # type: ignore[arg-type, misc]
     assert request.commands == (("HGETALL", "p:{c:3}:60:a"),)
 
 
 def test_a_str_where_a_list_of_names_is_expected_is_refused_not_split() -> None:
-    assert "names" in str(refused(counters.get_many(CFG, "views:/", 5)))
-    assert "names" in str(refused(counters.get_many(CFG, 5, 5)))  # type: ignore[arg-type]
+    assert "names" in str(refused(counters.ops.get_many(CFG, "views:/", 5)))
+    assert "names" in str(refused(counters.ops.get_many(CFG, 5, 5)))  # type: ignore[arg-type]
     assert "contexts" in str(refused(stats.get_many(CFG, "ab", "x")))
     assert "row_ids" in str(refused(rows.get_many(CFG, SOURCE, "12")))
     assert "sources" in str(refused(rows_refresh_due("inventory")))

@@ -8,8 +8,8 @@ from fractions import Fraction
 import pytest
 
 from tests.helpers import drive
+from webtier import counters
 from webtier._core.protocol import Gather, Request, ScriptCall
-from webtier._ops import counters
 from webtier.config import Config, CounterSettings
 from webtier.errors import InvalidInput
 
@@ -17,12 +17,12 @@ CFG = Config(prefix="p", counters=CounterSettings.of((1, 60), samples=10, shards
 
 
 def test_record_is_one_script_call_with_every_slice() -> None:
-    request = next(counters.record(CFG, "hits", 3, now=1_000_000_123.9))
+    request = next(counters.ops.record(CFG, "hits", 3, now=1_000_000_123.9))
     assert isinstance(request, Request)
     assert not request.idempotent
     (call,) = request.commands
     assert isinstance(call, ScriptCall)
-    assert call.script is counters.RECORD
+    assert call.script is counters.ops.RECORD
     assert call.keys == (
         "p:{c:3}:known",
         "p:{c:3}:1:hits",
@@ -35,12 +35,12 @@ def test_record_is_one_script_call_with_every_slice() -> None:
 
 def test_zero_records_nothing() -> None:
     with pytest.raises(StopIteration):
-        next(counters.record(CFG, "hits", 0))
+        next(counters.ops.record(CFG, "hits", 0))
 
 
 @pytest.mark.parametrize("count", [2.0, Fraction(4, 2), -7, 2**53])
 def test_whole_numbers_are_counts(count: object) -> None:
-    assert counters.check_count(count) == int(count)  # type: ignore[call-overload]
+    assert counters.ops.check_count(count) == int(count)  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize(
@@ -48,20 +48,20 @@ def test_whole_numbers_are_counts(count: object) -> None:
 )
 def test_other_counts_are_refused(count: object) -> None:
     with pytest.raises(InvalidInput, match="count"):
-        counters.check_count(count)
+        counters.ops.check_count(count)
 
 
 @pytest.mark.parametrize("now", [-1, math.nan, math.inf, "now", 2**34, False])
 def test_bad_times_are_refused(now: object) -> None:
     with pytest.raises(InvalidInput, match="now"):
-        next(counters.record(CFG, "hits", 1, now=now))  # type: ignore[arg-type]
+        next(counters.ops.record(CFG, "hits", 1, now=now))  # type: ignore[arg-type]
 
 
 def test_get_parses_resp2_and_resp3_and_sorts() -> None:
     resp2 = [b"120", b"4", b"60", b"-1", b"180", b"2"]
     resp3 = {b"120": b"4", b"60": b"-1", b"180": b"2"}
     for reply in (resp2, resp3):
-        assert drive(counters.get(CFG, "hits", 60), [[[reply]]]).value == [
+        assert drive(counters.ops.get(CFG, "hits", 60), [[[reply]]]).value == [
             (60, -1),
             (120, 4),
             (180, 2),
@@ -70,7 +70,7 @@ def test_get_parses_resp2_and_resp3_and_sorts() -> None:
 
 def test_get_filters_a_time_range() -> None:
     reply = [b"60", b"1", b"120", b"2", b"180", b"3"]
-    assert drive(counters.get(CFG, "hits", 60, start=100, end=180), [[[reply]]]).value == [
+    assert drive(counters.ops.get(CFG, "hits", 60, start=100, end=180), [[[reply]]]).value == [
         (120, 2),
         (180, 3),
     ]
@@ -78,16 +78,16 @@ def test_get_filters_a_time_range() -> None:
 
 def test_get_refuses_an_unconfigured_precision() -> None:
     with pytest.raises(InvalidInput, match="precision"):
-        next(counters.get(CFG, "hits", 5))
+        next(counters.ops.get(CFG, "hits", 5))
 
 
 def test_get_many_reads_each_shard_once() -> None:
-    op = counters.get_many(CFG, ["a", "b", "c", "a"], 1)
+    op = counters.ops.get_many(CFG, ["a", "b", "c", "a"], 1)
     step = next(op)
     assert isinstance(step, tuple)
     commands = [c for request in step for c in request.commands]
     assert sorted(commands) == sorted(
-        ("HGETALL", f"p:{{c:{counters.shard_of(n, 4)}}}:1:{n}") for n in "abc"
+        ("HGETALL", f"p:{{c:{counters.ops.shard_of(n, 4)}}}:1:{n}") for n in "abc"
     )
     replies = [[[] for _ in request.commands] for request in step]
     with pytest.raises(StopIteration) as done:
@@ -97,11 +97,11 @@ def test_get_many_reads_each_shard_once() -> None:
 
 def test_names_merges_shards_and_filters_by_prefix() -> None:
     replies = [[[b"page:/a", b"api:x"]], [[b"page:/b"]], [[]], [[b"page:/a"]]]
-    assert drive(counters.names(CFG, "page:"), [replies]).value == ["page:/a", "page:/b"]
+    assert drive(counters.ops.names(CFG, "page:"), [replies]).value == ["page:/a", "page:/b"]
 
 
 def test_record_many_groups_by_shard_in_a_gather() -> None:
-    op = counters.record_many(CFG, [("a", 1, 10.0), ("b", 2, 10.0), ("a", 0, 10.0)])
+    op = counters.ops.record_many(CFG, [("a", 1, 10.0), ("b", 2, 10.0), ("a", 0, 10.0)])
     step = next(op)
     assert isinstance(step, Gather)
     assert (
@@ -120,4 +120,4 @@ def test_record_many_groups_by_shard_in_a_gather() -> None:
 )
 def test_cleanup_schedule_follows_the_book(pass_number: int, due: list[bool]) -> None:
     settings = CounterSettings.of((1, 60, 300))
-    assert counters.due_precisions(settings, pass_number) == due
+    assert counters.ops.due_precisions(settings, pass_number) == due

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
+from webtier.counters.tally import Tally
 from webtier.errors import InvalidInput, OutcomeUnknown, RedisUnavailable
-from webtier.recorder import Tally
 from webtier.types import FlushReport
 
 

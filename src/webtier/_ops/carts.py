@@ -16,8 +16,8 @@ from webtier.config import Config
 from webtier.errors import CartLimit, UnknownSession
 from webtier.sessions import new_session_id
 
-SET = Script.load("cart_set")
-CLEAR = Script.load("cart_clear")
+SET = Script.load("webtier._core.lua", "cart_set")
+CLEAR = Script.load("webtier._core.lua", "cart_clear")
 
 
 def _check_count(cfg: Config, count: object) -> int:

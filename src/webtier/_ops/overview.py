@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from webtier import counters
 from webtier._core.checks import check_limit
 from webtier._core.protocol import Op
-from webtier._ops import counters, ranking, stats
+from webtier._ops import ranking, stats
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier._ops.rows import core as rows
@@ -75,7 +76,7 @@ def read_counter_page(
     check_precision(cfg, precision)
     check_limit("offset", offset, 0)
     check_limit("limit", limit, 1, 10_000)
-    listed = yield from counters.names(cfg, prefix)
+    listed = yield from counters.ops.names(cfg, prefix)
     if names is None:
         total, chosen, unknown = len(listed), listed[offset : offset + limit], []
     else:
@@ -83,7 +84,7 @@ def read_counter_page(
         chosen = [n for n in names if n in known][:limit]
         unknown = [n for n in names if n not in known]
         total = len(chosen)
-    series = yield from counters.get_many(cfg, chosen, precision)
+    series = yield from counters.ops.get_many(cfg, chosen, precision)
     return CounterPage(precision, total, offset, series, unknown)
 
 

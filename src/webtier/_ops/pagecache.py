@@ -45,9 +45,9 @@ from webtier.errors import InvalidInput
 from webtier.pagerules import BOOK_RULES, PageRequest, PageRules, Plan
 from webtier.types import Page, Rendered, Served
 
-CLAIM = Script.load("pagecache_claim")
-STORE = Script.load("pagecache_store")
-RELEASE = Script.load("pagecache_release")
+CLAIM = Script.load("webtier._core.lua", "pagecache_claim")
+STORE = Script.load("webtier._core.lua", "pagecache_store")
+RELEASE = Script.load("webtier._core.lua", "pagecache_release")
 # Jitter from a generator of its own: the application's random state is its own.
 _JITTER = random.Random()
 

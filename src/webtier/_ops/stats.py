@@ -36,7 +36,7 @@ from webtier.errors import InvalidInput, ServerError
 from webtier.histogram import Histogram, bucket_of, check_percent, is_bucket
 from webtier.types import Recorded, Summary
 
-RECORD = Script.load("stats_record", prelude="stats_prelude")
+RECORD = Script.load("webtier._core.lua", "stats_record", prelude="stats_prelude")
 
 # Values beyond this lose their squares' precision (and 1e300 squared is inf).
 MAX_VALUE: Final = 1e15

@@ -22,7 +22,7 @@ from webtier._ops.stats import _GUESSES, period_start
 from webtier.config import Config
 from webtier.errors import ServerError, WebtierError
 
-MERGE = Script.load("stats_merge", prelude="stats_prelude")
+MERGE = Script.load("webtier._core.lua", "stats_merge", prelude="stats_prelude")
 
 
 @dataclass(slots=True)

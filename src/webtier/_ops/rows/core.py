@@ -47,12 +47,12 @@ from webtier.errors import SourceError
 from webtier.rowsource import Source, check_source
 from webtier.types import RowStatus
 
-CLAIM = Script.load("row_claim")
-STORE = Script.load("row_store")
-FILL = Script.load("row_fill")
-RELEASE = Script.load("row_release")
-SCHEDULE = Script.load("row_schedule")
-INVALIDATE = Script.load("row_invalidate")
+CLAIM = Script.load("webtier._core.lua", "row_claim")
+STORE = Script.load("webtier._core.lua", "row_store")
+FILL = Script.load("webtier._core.lua", "row_fill")
+RELEASE = Script.load("webtier._core.lua", "row_release")
+SCHEDULE = Script.load("webtier._core.lua", "row_schedule")
+INVALIDATE = Script.load("webtier._core.lua", "row_invalidate")
 
 MAX_DELAY = 365 * 86400.0  # seconds
 BOOKKEEPING_DAYS = 1  # the least a shard's bookkeeping of loads outlives its last load

@@ -46,13 +46,13 @@ from webtier.sessions import (
     check_token,
 )
 
-TOUCH = Script.load("session_touch", prelude="session_prelude")
-LOGIN = Script.load("session_login", prelude="session_prelude")
-LOAD = Script.load("session_load", prelude="session_prelude")
-END = Script.load("session_end")
-UPDATE = Script.load("session_update")
-CLEAN = Script.load("session_clean")
-PICK = Script.load("session_pick")
+TOUCH = Script.load("webtier._core.lua", "session_touch", prelude="session_prelude")
+LOGIN = Script.load("webtier._core.lua", "session_login", prelude="session_prelude")
+LOAD = Script.load("webtier._core.lua", "session_load", prelude="session_prelude")
+END = Script.load("webtier._core.lua", "session_end")
+UPDATE = Script.load("webtier._core.lua", "session_update")
+CLEAN = Script.load("webtier._core.lua", "session_clean")
+PICK = Script.load("webtier._core.lua", "session_pick")
 # A full session holds up to `viewed` + this many items between two trims.
 VIEWED_SLACK = TOUCH.constant("SLACK")
 

@@ -28,9 +28,9 @@ from webtier._core.extras import extra_needed
 from webtier._core.protocol import Call
 from webtier._ops import pagecache
 from webtier.aio import WebTier as AsyncWebTier
+from webtier.counters import AsyncRecorder
 from webtier.errors import WebtierError
 from webtier.pagerules import PageRequest, PageRules, Plan
-from webtier.recorder import AsyncRecorder
 from webtier.types import CacheStatus, Rendered, Served
 from webtier.web.pagecache import policy
 

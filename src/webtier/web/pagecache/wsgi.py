@@ -21,9 +21,9 @@ from webtier._core.deadline import time_limit
 from webtier._core.protocol import Call
 from webtier._ops import pagecache
 from webtier.config import PageCacheSettings
+from webtier.counters import Recorder
 from webtier.errors import WebtierError
 from webtier.pagerules import PageRequest, PageRules, Plan
-from webtier.recorder import Recorder
 from webtier.sync import WebTier
 from webtier.types import Rendered, Served
 from webtier.web.pagecache import policy

@@ -1,4 +1,4 @@
-"""Batched counter recording for hot counters.
+"""The in-process sums of the counters' batched recorder.
 
 ``incr()`` only adds to an in-process sum (no I/O, well under a microsecond);
 the sums go to Redis every ``flush_interval`` seconds, as soon as
@@ -23,10 +23,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from webtier._core.flush import AsyncFlusher, Flusher, SyncFlusher, Tallies, settle
+from webtier._core.flush import Flusher, Tallies, settle
 from webtier._core.keys import check_name
 from webtier._core.protocol import Op
-from webtier._ops import counters
+from webtier.counters import ops
 from webtier.errors import WebtierError
 from webtier.types import FlushReport
 
@@ -51,7 +51,7 @@ class Tally:
     ) -> tuple[Callable[..., None], Callable[[], int], Callable[[], None], Callable[[], None]]:
         # Everything add() touches is a local of this closure: on this path
         # each attribute lookup costs as much as the sum itself.
-        sums, clock, max_count = self._sums, time.time, counters.MAX_COUNT
+        sums, clock, max_count = self._sums, time.time, ops.MAX_COUNT
         acquire, release, get = self._lock.acquire, self._lock.release, self._sums.get
         checked: set[str] = set()
         pending = 0  # increments added since the last take()
@@ -71,8 +71,8 @@ class Tally:
                     checked.clear()
                 checked.add(name)
             if count.__class__ is not int or count > max_count or count < -max_count:
-                count = counters.check_count(count)
-            at = clock() if now is None else counters.check_time(now)
+                count = ops.check_count(count)
+            at = clock() if now is None else ops.check_time(now)
             key = (name, int(at) if granule == 1 else int(at // granule) * granule)
             acquire()
             try:
@@ -102,7 +102,7 @@ class Tally:
     def pending(self) -> int:
         return self._pending()
 
-    def take(self) -> list[counters.Entry]:
+    def take(self) -> list[ops.Entry]:
         with self._lock:
             # Cleared in place: the add closure holds this very dict.
             sums = list(self._sums.items())
@@ -110,21 +110,20 @@ class Tally:
             self._clear()
         return [(name, total, float(at)) for (name, at), total in sums if total]
 
-    def put_back(self, entries: Iterable[counters.Entry]) -> None:
+    def put_back(self, entries: Iterable[ops.Entry]) -> None:
         with self._lock:
             for name, total, at in entries:
                 key = (name, int(at))
                 self._sums[key] = self._sums.get(key, 0) + total
 
-    def settle(
-        self, results: list[tuple[list[counters.Entry], WebtierError | None]]
-    ) -> FlushReport:
+    def settle(self, results: list[tuple[list[ops.Entry], WebtierError | None]]) -> FlushReport:
         """Keep what did not reach Redis; count what was applied or lost."""
         return settle(results, self.put_back, "counter sums")
 
 
-class _CounterTally(Flusher):
-    """Counters: sums per (counter, granule), added with ``incr()``."""
+class CounterTally(Flusher):
+    """What both recorders share: sums per (counter, granule), added with
+    ``incr()``, and their flush (a subclass may send the sums elsewhere)."""
 
     def _new_tally(self, max_pending: int, on_full: Callable[[], None]) -> Tallies:
         tally = Tally(self._config.counters.granule, max_pending, on_full)
@@ -132,27 +131,7 @@ class _CounterTally(Flusher):
         return tally
 
     def _send(
-        self, entries: list[counters.Entry]
-    ) -> Op[list[tuple[list[counters.Entry], WebtierError | None]]]:
+        self, entries: list[ops.Entry]
+    ) -> Op[list[tuple[list[ops.Entry], WebtierError | None]]]:
         """The operation a flush runs (subclasses send sums elsewhere)."""
-        return counters.record_many(self._config, entries)
-
-
-class Recorder(_CounterTally, SyncFlusher):
-    """Batched recording for the sync API; flushes from a daemon thread.
-
-    Use it as a context manager or call :meth:`close`; an interpreter that
-    exits normally flushes it too (atexit). A process killed by SIGTERM runs
-    no atexit hook: call :meth:`flush_on_signals` from the main thread to
-    flush first, or stop the process through your server's graceful shutdown.
-    """
-
-
-class AsyncRecorder(_CounterTally, AsyncFlusher):
-    """Batched recording for the asyncio API; flushes from a task.
-
-    Create it inside a running loop, call :meth:`incr` from that loop's
-    thread, and ``await aclose()`` (or use ``async with``) before the loop ends.
-    A process killed by SIGTERM ends no loop gracefully: call
-    :meth:`flush_on_signals` to flush first.
-    """
+        return ops.record_many(self._config, entries)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import TypeVar
 
-from webtier._core import checks as _checks
+from webtier._core import checks
 from webtier._core.checks import MAX_INT, check_integer, check_limit
 from webtier._core.keys import check_name, check_names, shard_of
 from webtier._core.protocol import (
@@ -41,15 +41,15 @@ from webtier.config import Config, CounterSettings
 from webtier.errors import InvalidInput, WebtierError
 from webtier.types import CounterCleanReport
 
-RECORD = Script.load("counter_record")
-CLEAN = Script.load("counter_clean")
+RECORD = Script.load(__package__, "counter_record")
+CLEAN = Script.load(__package__, "counter_clean")
 
 # Counts are integers. Keeping them within 2**53 keeps every sum exact in Lua
 # (whose numbers are doubles) and in JavaScript charts, and makes the 64-bit
 # overflow of HINCRBY, which would leave a half-applied script, unreachable.
 MAX_COUNT = MAX_INT
 # Timestamps: seconds since the epoch, from 1970 to the year 2514.
-MAX_TIME = _checks.MAX_TIME
+MAX_TIME = checks.MAX_TIME
 
 Sample = tuple[int, int]
 Entry = tuple[str, int, float]  # name, count, time
@@ -66,7 +66,7 @@ def check_count(count: object) -> int:
 
 
 def check_time(now: object, field: str = "now") -> float:
-    return _checks.check_time(field, now)
+    return checks.check_time(field, now)
 
 
 def _precision_index(settings: CounterSettings, precision: object) -> int:
