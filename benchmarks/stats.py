@@ -24,10 +24,10 @@ from functools import partial
 from benchmarks import _stats_workloads as w
 from benchmarks._harness import Contender, Harness
 from benchmarks._results import Goal, Measurement, Row
+from webtier import stats
 from webtier._core.protocol import Command, Request, ScriptCall
-from webtier._ops import stats
 from webtier.config import ACCESS_TIME, Config
-from webtier.histogram import bucket_of
+from webtier.stats.histogram import bucket_of
 
 TITLE = "webtier bench stats"
 
@@ -105,7 +105,7 @@ def _updates(h: Harness) -> dict[int, tuple[Measurement, Measurement, Measuremen
         ours, batched, theirs = h.loops(
             [
                 Contender(
-                    "webtier stats.record",
+                    "webtier stats.ops.record",
                     partial(w.webtier_record, h.server.url),
                     WEBTIER_COMMANDS,
                 ),
@@ -130,8 +130,8 @@ def _cpu(m: Measurement) -> Measurement:
 
 
 def record_command(config: Config) -> Command:
-    """The command ``stats.record`` sends now for the bench's first context."""
-    step = next(stats.record(config, w.CONTEXTS[0], ACCESS_TIME, w.VALUES[0]))
+    """The command ``stats.ops.record`` sends now for the bench's first context."""
+    step = next(stats.ops.record(config, w.CONTEXTS[0], ACCESS_TIME, w.VALUES[0]))
     if not isinstance(step, Request):
         raise TypeError(f"record sent {step!r}, not one request")
     (command,) = step.commands
@@ -140,7 +140,7 @@ def record_command(config: Config) -> Command:
 
 def _raw_limits(h: Harness) -> dict[int, Measurement | None]:
     h.server.flush()
-    h.server.admin.script_load(stats.RECORD.source)
+    h.server.admin.script_load(stats.ops.RECORD.source)
     command = record_command(Config(stats=w.settings()))
     note = "the same context and value every time; at the turn of the hour, a refused guess"
     return {
@@ -200,7 +200,7 @@ def _slowest(h: Harness) -> Row:
     size = h.settings.size(SLOWEST_CONTEXTS)
     w.load_webtier(h.server.url, size, 20, histograms=True)
     (ours,) = h.loops(
-        [Contender("webtier stats.slowest(10)", partial(w.webtier_slowest, h.server.url, 10))],
+        [Contender("webtier stats.ops.slowest(10)", partial(w.webtier_slowest, h.server.url, 10))],
         1,
         unit="reads/s",
     )

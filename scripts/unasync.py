@@ -78,6 +78,8 @@ COMMON: list[Rule] = [
     # Imports: webtier.<capability>.aio -> webtier.<capability>.sync.
     Rule(re.compile(r"(?m)^(from webtier(?:\.\w+)*)\.aio\b"), r"\1.sync"),
     word("aclose", "close"),
+    word("__aenter__", "__enter__"),
+    word("__aexit__", "__exit__"),
     word("AsyncFlusher", "SyncFlusher"),
     word("AsyncClient", "SyncClient"),
     word("AsyncTransport", "SyncTransport"),
@@ -92,6 +94,7 @@ COMMON: list[Rule] = [
     phrase("\n        Create it in a running loop.", ""),
     phrase("for the asyncio API", "for the sync API"),
     phrase("from a task", "from a daemon thread"),
+    phrase("each call of a coroutine function", "each call of a function"),
 ]
 
 
@@ -123,6 +126,29 @@ PAIRS = [
         ],
     ),
     Pair(
+        SRC / "stats" / "aio.py",
+        SRC / "stats" / "sync.py",
+        [
+            phrase("The statistics' asyncio API", "The statistics' sync API"),
+            phrase(
+                ":mod:`webtier.stats.sync` is generated from this module",
+                "It is generated from :mod:`webtier.stats.aio`",
+            ),
+            phrase("import inspect\n", ""),
+            phrase(
+                "from collections.abc import Callable, Coroutine",
+                "from collections.abc import Callable",
+            ),
+            phrase(" A cancelled\n    block is not recorded.", ""),
+            phrase(
+                "        if not inspect.iscoroutinefunction(function):\n"
+                '            raise TypeError("the asyncio access_time decorates coroutine functions'
+                ' (async def)")\n\n',
+                "",
+            ),
+        ],
+    ),
+    Pair(
         SRC / "aio.py",
         SRC / "sync.py",
         [
@@ -139,8 +165,6 @@ PAIRS = [
                 "``redis.asyncio.cluster.",
                 "one sync redis-py client (``redis.Redis`` or\n    ``redis.cluster.",
             ),
-            phrase("(``async with``)", "(``with``)"),
-            phrase("each call of a coroutine function", "each call of a function"),
             phrase("from collections.abc import Coroutine\n", ""),
         ],
     ),

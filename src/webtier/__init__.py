@@ -43,13 +43,17 @@ from webtier.errors import (
     UserMismatch,
     WebtierError,
 )
-from webtier.histogram import Histogram
 from webtier.pagerules import CacheRoute, PageRequest, PageRules, RankAdmission, SetAdmission
 from webtier.ranking import AsyncTopItems, AsyncViewAggregator, TopItems, ViewAggregator
 from webtier.rowsource import FunctionSource, Source
-from webtier.statsrecorder import AsyncStatsRecorder, StatsRecorder
+from webtier.stats import (
+    AccessTimer,
+    AsyncAccessTimer,
+    AsyncStatsRecorder,
+    Histogram,
+    StatsRecorder,
+)
 from webtier.sync import WebTier
-from webtier.timing import AccessTimer, AsyncAccessTimer
 from webtier.types import (
     CacheStatus,
     CartChange,

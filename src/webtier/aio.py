@@ -19,42 +19,12 @@ from webtier._ops import pagecache as pages
 from webtier._ops import ranking as views
 from webtier._ops import rows as row_ops
 from webtier._ops import sessions as session_ops
-from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
 from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
 from webtier.counters.aio import Counters
 from webtier.ranking import AsyncTopItems, AsyncViewAggregator, ViewCounter
-from webtier.statsrecorder import AsyncStatsRecorder
-from webtier.timing import AsyncAccessTimer
-
-
-class Stats(Part):
-    """Statistics per context, type and period, with percentiles and a
-    ranking of the slowest contexts (Redis in Action 5.2.2-5.2.3)."""
-
-    record = async_op(statistics.record)
-    get = async_op(statistics.get)
-    get_many = async_op(statistics.get_many)
-    series = async_op(statistics.series)
-    series_many = async_op(statistics.series_many)
-    slowest = async_op(statistics.slowest)
-
-    def access_time(self, context: str) -> AsyncAccessTimer:
-        """Time a block (``async with``) or each call of a coroutine function (decorator)
-        as ``context``'s ``AccessTime``, even when it raises: see
-        :mod:`webtier.timing`."""
-        return AsyncAccessTimer(self._run, self._config, context)
-
-    def recorder(
-        self, *, flush_interval: float = 0.1, max_pending: int = 10_000
-    ) -> AsyncStatsRecorder:
-        """A batched recorder of statistics (create it in a running loop):
-        one script call per (context, type) per flush instead of a round
-        trip per value; see :mod:`webtier.statsrecorder`."""
-        return AsyncStatsRecorder(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
+from webtier.stats.aio import Stats
 
 
 class Workers(Part):

@@ -24,8 +24,8 @@ from webtier.config import Config, RankingSettings, SessionSettings
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.pagerules import BOOK_RULES, PageRequest
 from webtier.rowsource import FunctionSource, Row, Source
+from webtier.stats import AccessTimer
 from webtier.sync import WebTier
-from webtier.timing import AccessTimer
 from webtier.types import RefreshReport, Rendered
 from webtier.workers import JOBS, Worker
 

@@ -19,40 +19,12 @@ from webtier._ops import pagecache as pages
 from webtier._ops import ranking as views
 from webtier._ops import rows as row_ops
 from webtier._ops import sessions as session_ops
-from webtier._ops import stats as statistics
 from webtier._ops import workers as liveness
 from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
 from webtier.counters.sync import Counters
 from webtier.ranking import TopItems, ViewAggregator, ViewCounter
-from webtier.statsrecorder import StatsRecorder
-from webtier.timing import AccessTimer
-
-
-class Stats(Part):
-    """Statistics per context, type and period, with percentiles and a
-    ranking of the slowest contexts (Redis in Action 5.2.2-5.2.3)."""
-
-    record = sync_op(statistics.record)
-    get = sync_op(statistics.get)
-    get_many = sync_op(statistics.get_many)
-    series = sync_op(statistics.series)
-    series_many = sync_op(statistics.series_many)
-    slowest = sync_op(statistics.slowest)
-
-    def access_time(self, context: str) -> AccessTimer:
-        """Time a block (``with``) or each call of a function (decorator)
-        as ``context``'s ``AccessTime``, even when it raises: see
-        :mod:`webtier.timing`."""
-        return AccessTimer(self._run, self._config, context)
-
-    def recorder(self, *, flush_interval: float = 0.1, max_pending: int = 10_000) -> StatsRecorder:
-        """A batched recorder of statistics:
-        one script call per (context, type) per flush instead of a round
-        trip per value; see :mod:`webtier.statsrecorder`."""
-        return StatsRecorder(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
+from webtier.stats.sync import Stats
 
 
 class Workers(Part):

@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from webtier.histogram import Histogram
+if TYPE_CHECKING:
+    # Only for the annotations: the statistics' package sits above this module.
+    from webtier.stats.histogram import Histogram
 
 CacheStatus = Literal["HIT", "MISS", "STALE"]  # how the page cache answered
 

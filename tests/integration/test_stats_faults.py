@@ -12,8 +12,8 @@ import pytest
 
 import webtier
 from tests.helpers import stall
-from webtier import timing
 from webtier.config import Config, RetryPolicy
+from webtier.stats import access_time
 from webtier.testing import RedisServer
 
 pytestmark = pytest.mark.faults
@@ -92,7 +92,7 @@ def stopped_server() -> RedisServer:
 def test_when_redis_is_away_the_block_still_succeeds_and_it_is_logged(
     stopped_server: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(timing, "FAILURES", timing.failure_log())
+    monkeypatch.setattr(access_time, "FAILURES", access_time.failure_log())
     policy = webtier.RetryPolicy(attempts=0)
     # webtier.connect: no redis-py retry inside connect (a plain client tries 4 times)
     client = webtier.connect(stopped_server.url)

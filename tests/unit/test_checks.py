@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webtier import book, counters
+from webtier import book, counters, stats
 from webtier._core.checks import (
     MAX_INT,
     MAX_TIME,
@@ -23,7 +23,7 @@ from webtier._core.checks import (
 )
 from webtier._core.flush import Flusher
 from webtier._core.keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
-from webtier._ops import carts, pagecache, ranking, rows, stats
+from webtier._ops import carts, pagecache, ranking, rows
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
 from webtier.counters.tally import Tally
@@ -254,7 +254,7 @@ def test_counters_take_whole_numbers_of_every_kind() -> None:
 def test_a_str_where_a_list_of_names_is_expected_is_refused_not_split() -> None:
     assert "names" in str(refused(counters.ops.get_many(CFG, "views:/", 5)))
     assert "names" in str(refused(counters.ops.get_many(CFG, 5, 5)))  # type: ignore[arg-type]
-    assert "contexts" in str(refused(stats.get_many(CFG, "ab", "x")))
+    assert "contexts" in str(refused(stats.ops.get_many(CFG, "ab", "x")))
     assert "row_ids" in str(refused(rows.get_many(CFG, SOURCE, "12")))
     assert "sources" in str(refused(rows_refresh_due("inventory")))
 
@@ -266,9 +266,9 @@ def rows_refresh_due(sources: object) -> Any:
 
 
 def test_stats_values_must_be_finite_doubles() -> None:
-    assert "value" in str(refused(stats.record(CFG, "ctx", "x", 10**400)))
-    assert "value" in str(refused(stats.record(CFG, "ctx", "x", Decimal("sNaN"))))  # type: ignore[arg-type]
-    assert "value" in str(refused(stats.record(CFG, "ctx", "x", Fraction(10**400, 3))))  # type: ignore[arg-type]
+    assert "value" in str(refused(stats.ops.record(CFG, "ctx", "x", 10**400)))
+    assert "value" in str(refused(stats.ops.record(CFG, "ctx", "x", Decimal("sNaN"))))  # type: ignore[arg-type]
+    assert "value" in str(refused(stats.ops.record(CFG, "ctx", "x", Fraction(10**400, 3))))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("op", [rows.get, rows.invalidate, rows.refresh_now, rows.unschedule])
@@ -293,7 +293,7 @@ def test_rows_refuse_what_is_not_a_source_or_a_delay() -> None:
 def test_limits_are_ints_redis_can_take() -> None:
     for n in (HUGE, 2**64, 1.5, True):
         assert "n" in str(refused(ranking.top(CFG, n)))  # type: ignore[arg-type]
-    assert "n" in str(refused(stats.slowest(CFG, HUGE)))
+    assert "n" in str(refused(stats.ops.slowest(CFG, HUGE)))
 
 
 def test_cart_counts_are_whole_numbers_redis_can_take() -> None:

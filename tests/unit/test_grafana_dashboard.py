@@ -11,7 +11,7 @@ from pathlib import Path
 from webtier import metrics
 from webtier._ops.overview import CounterPage, Health
 from webtier._ops.workers import WorkerInfo
-from webtier.histogram import Histogram
+from webtier.stats.histogram import Histogram
 from webtier.types import RowStatus, SessionStats, Summary
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

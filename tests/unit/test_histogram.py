@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from webtier.config.data import sub_buckets_for
 from webtier.errors import ConfigError, InvalidInput
-from webtier.histogram import (
+from webtier.stats.histogram import (
     Histogram,
     bounds,
     bucket_of,
     is_bucket,
     rank,
     representative,
-    sub_buckets_for,
 )
 
 M = sub_buckets_for(0.02)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webtier import counters
+from webtier import counters, stats
 from webtier._core.checks import check_limit
 from webtier._core.protocol import Op
-from webtier._ops import ranking, stats
+from webtier._ops import ranking
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier._ops.rows import core as rows
@@ -93,10 +93,10 @@ def read_stats(
 ) -> Op[list[Summary]]:
     """The ``limit`` contexts of a ranked type with the highest ``by``, each
     merged over the newest ``periods`` periods, highest first."""
-    ranked = yield from stats.slowest(cfg, limit, type, periods, by)
+    ranked = yield from stats.ops.slowest(cfg, limit, type, periods, by)
     if not ranked:
         return []
-    merged = yield from stats.get_many(cfg, [context for context, _ in ranked], type, periods)
+    merged = yield from stats.ops.get_many(cfg, [context for context, _ in ranked], type, periods)
     return [merged[context] for context, _ in ranked]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from webtier._core.facade import Part, async_op
 from webtier._core.flush import AsyncFlusher
 from webtier.counters import ops
-from webtier.counters.tally import CounterTally
+from webtier.counters.tally import CounterRecording
 
 
 class Counters(Part):
@@ -27,7 +27,7 @@ class Counters(Part):
         )
 
 
-class AsyncRecorder(CounterTally, AsyncFlusher):
+class AsyncRecorder(CounterRecording, AsyncFlusher):
     """Batched counter increments for the asyncio API, flushed from a task:
     open one with ``tier.counters.recorder()``; ``incr(name, count=1,
     now=None)`` adds to an in-process sum, with no I/O. Close it with

@@ -7,7 +7,7 @@ from __future__ import annotations
 from webtier._core.facade import Part, sync_op
 from webtier._core.flush import SyncFlusher
 from webtier.counters import ops
-from webtier.counters.tally import CounterTally
+from webtier.counters.tally import CounterRecording
 
 
 class Counters(Part):
@@ -27,7 +27,7 @@ class Counters(Part):
         )
 
 
-class Recorder(CounterTally, SyncFlusher):
+class Recorder(CounterRecording, SyncFlusher):
     """Batched counter increments for the sync API, flushed from a daemon thread:
     open one with ``tier.counters.recorder()``; ``incr(name, count=1,
     now=None)`` adds to an in-process sum, with no I/O. Close it with

@@ -121,7 +121,7 @@ class Tally:
         return settle(results, self.put_back, "counter sums")
 
 
-class CounterTally(Flusher):
+class CounterRecording(Flusher):
     """What both recorders share: sums per (counter, granule), added with
     ``incr()``, and their flush (a subclass may send the sums elsewhere)."""
 

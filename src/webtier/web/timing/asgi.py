@@ -38,7 +38,7 @@ with extra_needed("web", "the access time middleware"):
 
 if TYPE_CHECKING:
     from webtier.aio import WebTier as AsyncWebTier
-    from webtier.statsrecorder import AsyncStatsRecorder
+    from webtier.stats import AsyncStatsRecorder
 
 
 # -- route templates -----------------------------------------------------------------------

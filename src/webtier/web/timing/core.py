@@ -4,12 +4,11 @@ in a recorder, logging a failure instead of raising it into the app."""
 
 from __future__ import annotations
 
-from webtier import timing
+from webtier import stats
 from webtier._core.protocol import Op
-from webtier._ops import stats
 from webtier.config import ACCESS_TIME, Config
 from webtier.errors import WebtierError
-from webtier.statsrecorder import AsyncStatsRecorder, StatsRecorder
+from webtier.stats import AsyncStatsRecorder, StatsRecorder, access_time
 
 UNMATCHED = "<unmatched>"
 
@@ -27,9 +26,9 @@ def record(cfg: Config, context: str, seconds: float, failed: bool) -> Op[None]:
     Timing is observability: a failure to record (Redis away, thrown in
     here by the transport) is logged, never raised over a served page."""
     try:
-        yield from stats.record(cfg, context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
+        yield from stats.ops.record(cfg, context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
     except WebtierError as error:
-        timing.FAILURES.failed(error, f"e.g. {context!r}")
+        access_time.FAILURES.failed(error, f"e.g. {context!r}")
 
 
 def batch(
@@ -41,7 +40,7 @@ def batch(
     try:
         recorder.record(context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
     except WebtierError as error:
-        timing.FAILURES.failed(error, f"e.g. {context!r}")
+        access_time.FAILURES.failed(error, f"e.g. {context!r}")
     except RuntimeError:  # closed: shutting down
         return False
     return True

@@ -10,7 +10,7 @@ response, so streamed responses are timed whole. See
 :mod:`webtier.web.timing`.
 
 By default the durations are batched (``batched=True``): each request adds
-its own to an in-process recorder (:class:`~webtier.statsrecorder.StatsRecorder`,
+its own to an in-process recorder (:class:`~webtier.stats.StatsRecorder`,
 flushed by a daemon thread every ``flush_interval`` seconds with one script
 call per route) instead of a round trip per request. The recorder is created
 on the first request, so each process of a pre-forking server (gunicorn)
@@ -31,7 +31,7 @@ from typing import Any, TypeAlias
 
 from webtier._core.deadline import check_limit, time_limit
 from webtier._core.flush import check_interval
-from webtier.statsrecorder import StatsRecorder
+from webtier.stats import StatsRecorder
 from webtier.sync import WebTier
 from webtier.web.timing.core import FLUSH_INTERVAL, ROUTE_KEY, UNMATCHED, batch, record
 

@@ -1,4 +1,5 @@
-"""Batched statistics: values summed in process, merged into Redis in batches.
+"""Batched statistics: values summed in process, merged into Redis in
+batches (:class:`~webtier.stats.AsyncStatsRecorder`, :class:`~webtier.stats.StatsRecorder`).
 
 ``record(context, type, value)`` checks its arguments and adds the value to
 the in-process batch of its (context, type), under a lock, with no I/O
@@ -8,7 +9,7 @@ its record with one script call, all of a node's in one round trip
 (``stats_merge.lua``). A busy web server's per-request access time thus
 costs Redis one call per (route, flush) instead of one round trip per request.
 
-What it trades, as the counters' :class:`~webtier.recorder.Recorder`:
+What it trades, as the counters' :class:`~webtier.counters.Recorder`:
 
 * values reach Redis up to ``flush_interval`` late, and land in the period
   the *server's* clock is in when they arrive: a value recorded in the last
@@ -27,13 +28,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from webtier._core.flush import AsyncFlusher, SyncFlusher, Tallies, settle
+from webtier._core.flush import Tallies, settle
 from webtier._core.keys import check_name, check_stat_type
 from webtier._core.protocol import Op
-from webtier._ops import stats
-from webtier._ops.stats_batch import Batch, Entry, Results, merge_many
 from webtier.config import Config
-from webtier.histogram import bucket_of
+from webtier.stats import ops
+from webtier.stats.batch import Batch, Entry, Results, merge_many
+from webtier.stats.histogram import bucket_of
 from webtier.types import FlushReport
 
 # (context, type) pairs checked once and remembered; beyond this many, the
@@ -68,7 +69,7 @@ class StatsTally:
                 self._checked.clear()
             self._checked.add(key)
         settings = self._settings
-        number = float(stats.check_value(value, type, settings))
+        number = float(ops.check_value(value, type, settings))
         bucket = bucket_of(number, settings.sub_buckets) if settings.histograms else None
         with self._lock:
             batch = self._batches.get(key)
@@ -103,7 +104,7 @@ class StatsTally:
         self._closed = True
 
 
-class _StatsTally:
+class StatsRecording:
     """What both statistics recorders share: their tally and their flush."""
 
     _what = "statistics"
@@ -116,18 +117,3 @@ class _StatsTally:
 
     def _send(self, entries: list[Entry]) -> Op[Results]:
         return merge_many(self._config, entries)
-
-
-class StatsRecorder(_StatsTally, SyncFlusher):
-    """Batched statistics for the sync API, flushed from a daemon thread:
-    open one with ``tier.stats.recorder()``; ``record(context, type, value,
-    failed=False)`` adds a value. Use it as a context manager or call
-    :meth:`close` (an interpreter exiting normally flushes it too, atexit;
-    :meth:`flush_on_signals` flushes before SIGTERM)."""
-
-
-class AsyncStatsRecorder(_StatsTally, AsyncFlusher):
-    """Batched statistics for the asyncio API, flushed from a task: open one
-    with ``tier.stats.recorder()`` inside a running loop, call ``record()``
-    from that loop's thread and ``await aclose()`` (or ``async with``) before
-    the loop ends."""

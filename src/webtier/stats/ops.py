@@ -33,10 +33,10 @@ from webtier._core.protocol import Command, Op, Reply, Request, ScriptCall, pair
 from webtier._core.scripts import Script
 from webtier.config import ACCESS_TIME, Config, StatsSettings
 from webtier.errors import InvalidInput, ServerError
-from webtier.histogram import Histogram, bucket_of, check_percent, is_bucket
+from webtier.stats.histogram import Histogram, bucket_of, check_percent, is_bucket
 from webtier.types import Recorded, Summary
 
-RECORD = Script.load("webtier._core.lua", "stats_record", prelude="stats_prelude")
+RECORD = Script.load(__package__, "stats_record", prelude="stats_prelude")
 
 # Values beyond this lose their squares' precision (and 1e300 squared is inf).
 MAX_VALUE: Final = 1e15

@@ -6,7 +6,7 @@ record, Welford's method), min, max, errors and histogram bucket counts. A
 flush merges each batch into the record of the server's current period with
 one call of ``stats_merge.lua`` (Chan et al.'s parallel formula for m2), all
 the calls of a node in one round trip. No I/O here: the recorders in
-:mod:`webtier.statsrecorder` run these operations on either API.
+:mod:`webtier.stats.tally` run these operations on either API.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Arg, Gather, Op, Request, ScriptCall, write
 from webtier._core.scripts import Script
-from webtier._ops.stats import _GUESSES, period_start
 from webtier.config import Config
 from webtier.errors import ServerError, WebtierError
+from webtier.stats.ops import _GUESSES, period_start
 
-MERGE = Script.load("webtier._core.lua", "stats_merge", prelude="stats_prelude")
+MERGE = Script.load(__package__, "stats_merge", prelude="stats_prelude")
 
 
 @dataclass(slots=True)

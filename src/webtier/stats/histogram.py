@@ -6,7 +6,8 @@ width (HdrHistogram's layout). A value is reported as its bucket's
 representative ``2*L*U / (L+U)``, which is off by at most ``(U-L)/(U+L) <=
 1/(2M+1)`` of the value for any value in ``[L, U)``; ``M`` is the smallest
 that keeps this within the relative error asked for (25 buckets per power of
-two for 2%). Buckets are found with ``math.frexp``, which is exact, so every
+two for 2%: :func:`webtier.config.data.sub_buckets_for`, as the statistics'
+settings decide it). Buckets are found with ``math.frexp``, which is exact, so every
 process (and the Lua script) files a value in the same bucket.
 
 Buckets are named by strings, as they are stored in a Redis hash: ``p<i>``
@@ -24,16 +25,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from webtier.errors import ConfigError, InvalidInput
+from webtier.errors import InvalidInput
 
 ZERO = "z"
-
-
-def sub_buckets_for(relative_error: float) -> int:
-    """The fewest buckets per power of two keeping ``relative_error``."""
-    if not 0.0005 <= relative_error <= 0.25:
-        raise ConfigError(f"relative_error must be in [0.0005, 0.25] (got {relative_error!r})")
-    return math.ceil((1 / relative_error - 1) / 2)
 
 
 def bucket_of(value: float, sub_buckets: int) -> str:
