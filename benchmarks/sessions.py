@@ -32,7 +32,7 @@ from benchmarks._results import Goal, Measurement, Row
 from webtier._core.protocol import Chain, Command, ScriptCall
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
-from webtier.ranking import ViewCounter
+from webtier.ranking.views import ViewCounter
 
 TITLE = "webtier bench sessions"
 

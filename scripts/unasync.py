@@ -81,6 +81,7 @@ COMMON: list[Rule] = [
     word("__aenter__", "__enter__"),
     word("__aexit__", "__exit__"),
     word("AsyncFlusher", "SyncFlusher"),
+    word("AsyncPeriodic", "SyncPeriodic"),
     word("AsyncClient", "SyncClient"),
     word("AsyncTransport", "SyncTransport"),
     word("async_op", "sync_op"),
@@ -149,6 +150,21 @@ PAIRS = [
         ],
     ),
     Pair(
+        SRC / "ranking" / "aio.py",
+        SRC / "ranking" / "sync.py",
+        [
+            phrase("The ranking's asyncio API", "The ranking's sync API"),
+            phrase(
+                ":mod:`webtier.ranking.sync` is generated from this module",
+                "It is generated from :mod:`webtier.ranking.aio`",
+            ),
+            phrase(
+                "from collections.abc import Callable, Coroutine",
+                "from collections.abc import Callable",
+            ),
+        ],
+    ),
+    Pair(
         SRC / "aio.py",
         SRC / "sync.py",
         [
@@ -165,7 +181,6 @@ PAIRS = [
                 "``redis.asyncio.cluster.",
                 "one sync redis-py client (``redis.Redis`` or\n    ``redis.cluster.",
             ),
-            phrase("from collections.abc import Coroutine\n", ""),
         ],
     ),
 ]

@@ -53,10 +53,10 @@ from werkzeug.serving import make_server
 
 import webtier
 from benchmarks.cli import bench
+from webtier import ranking
 from webtier._core.facade import Part
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Call, Op, ScriptCall, text, write
-from webtier._ops import ranking as ranking_ops
 from webtier._ops.rows import FILL, bookkeeping_ms, nonce
 from webtier.config import Config
 from webtier.demo import shopdb
@@ -811,11 +811,11 @@ def ranking_scores(client: Any, config: Config) -> dict[str, float]:
     tier's config: its shard count decided), checking that each item is in
     its own shard."""
     found: dict[str, float] = {}
-    shards = ranking_ops.shards_of(config)
+    shards = ranking.ops.shards_of(config)
     for shard in shards:
         for item, score in client.zrange(shard.viewed, 0, -1, withscores=True):
             name = item.decode()
-            assert ranking_ops.shard_for(config, name) == shard, f"{name} in the wrong shard"
+            assert ranking.ops.shard_for(config, name) == shard, f"{name} in the wrong shard"
             found[name] = score
     return found
 

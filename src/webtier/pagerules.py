@@ -37,9 +37,9 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from webtier._core.keys import PageShard, check_name, shard_of
 from webtier._core.protocol import Reply, Request
-from webtier._ops.ranking import decode_rank, rank_follow_up, rank_request
 from webtier.config import Config, PageCacheSettings, valid_header_names
 from webtier.errors import ConfigError, InvalidInput
+from webtier.ranking.ops import decode_rank, rank_follow_up, rank_request
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,19 +11,17 @@ from typing import Any
 
 from webtier._core.drive import SyncClient, SyncTransport
 from webtier._core.facade import Part, sync_op
-from webtier._core.protocol import Request
 from webtier._core.sessions_part import SessionsPart
 from webtier._ops import carts as cart_ops
 from webtier._ops import deployment as settings
 from webtier._ops import pagecache as pages
-from webtier._ops import ranking as views
 from webtier._ops import rows as row_ops
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
 from webtier.counters.sync import Counters
-from webtier.ranking import TopItems, ViewAggregator, ViewCounter
+from webtier.ranking.sync import Ranking
 from webtier.stats.sync import Stats
 
 
@@ -31,49 +29,6 @@ class Workers(Part):
     """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
 
     alive = sync_op(liveness.alive)
-
-
-# -- item view ranking ----------------------------------------------------------------
-
-
-class Ranking(Part):
-    """Item views ranked by count (Redis in Action 2.5): see docs/ranking.md."""
-
-    rank = sync_op(views.rank)
-    top = sync_op(views.top)
-    rescale = sync_op(views.rescale)
-
-    def __init__(self, run: Any, config: Config, one_node: bool) -> None:
-        super().__init__(run, config)
-        # How this tier counts views (sessions count theirs through it too).
-        self.views = ViewCounter(config, one_node)
-
-    def view_requests(self, item: str) -> tuple[Request, ...]:
-        """The requests that count one view of ``item``, for other parts to
-        send in their own round trip; ``()`` while an aggregator is open,
-        which counted it in process."""
-        return self.views.requests(item)
-
-    def record_view(self, item: str) -> None:
-        """Count one view of ``item`` (in process while an aggregator is open)."""
-        return self._run(views.send(self.view_requests(item)))  # type: ignore[no-any-return]
-
-    def aggregator(
-        self, *, flush_interval: float = 1.0, max_pending: int = 100_000
-    ) -> ViewAggregator:
-        """Count views in process from now on, flushed every ``flush_interval``
-        seconds (see :mod:`webtier.ranking`); close it to count in Redis again.
-        The one opened last counts (close the one it replaces)."""
-        aggregator = ViewAggregator(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
-        self.views.aggregator = aggregator
-        return aggregator
-
-    def top_items(self, n: int = 10_000, *, refresh: float = 5.0) -> TopItems:
-        """A client-side copy of the ``n`` most viewed items, refreshed every
-        ``refresh`` seconds, for admission checks without a round trip."""
-        return TopItems(self._run, self._config, n, refresh)
 
 
 # -- row cache ---------------------------------------------------------------------------

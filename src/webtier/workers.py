@@ -37,11 +37,10 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webtier import counters
+from webtier import counters, ranking
 from webtier._core.protocol import Op
 from webtier._core.schedule import Job, Schedule
 from webtier._ops import deployment
-from webtier._ops import ranking as views
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier._ops.rows import refresh as refresh_ops
@@ -109,7 +108,7 @@ RESCALE_SLACK = 0.05
 
 
 def _rescale_views(cfg: Config, pass_number: int) -> Op[JobStep]:
-    report = yield from views.rescale(cfg)
+    report = yield from ranking.ops.rescale(cfg)
     delay = max(report.next_in, 0.0) + RESCALE_SLACK
     if not report.done:  # another worker rescaled this period
         return JobStep(delay, "")

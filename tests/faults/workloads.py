@@ -35,8 +35,8 @@ from werkzeug.test import Client
 import webtier
 from tests.faults.harness import Ledger, Loader, eventually
 from tests.helpers import all_keys, asgi_lifespan, seed, set_stock
+from webtier import ranking
 from webtier._core.keys import shard_of
-from webtier._ops import ranking as ranking_ops
 from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.errors import UnknownSession
@@ -296,7 +296,7 @@ class Ranking(Workload):
     @staticmethod
     def fixed_route(cfg: Config) -> str | None:
         # The shard of the first item, as a Cluster's tier lays the ranking out.
-        return ranking_ops.shard_for(cfg.for_client(cluster=True), "item-sync").route
+        return ranking.ops.shard_for(cfg.for_client(cluster=True), "item-sync").route
 
     def setup(self) -> None:
         self.tier = self.env.tier()

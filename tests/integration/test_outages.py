@@ -28,8 +28,8 @@ from starlette.routing import Route
 
 import webtier
 from tests.helpers import BINARIES, serving
+from webtier import ranking
 from webtier._core.keys import shard_of
-from webtier._ops import ranking as ranking_ops
 from webtier._ops.sessions import place
 from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagerules import CacheRoute, PageRules
@@ -459,7 +459,7 @@ def session_away_from(tier: webtier.WebTier, cluster: RedisCluster, *down: Redis
 def test_a_touch_whose_view_fails_says_the_session_was_touched(cluster: RedisCluster) -> None:
     client = webtier.connect(cluster.url, socket_timeout=1)
     tier = webtier.WebTier(client, config("split", retry=RETRY))
-    ranking_master = master_of(cluster, ranking_ops.shard_for(tier.config, "42").viewed)
+    ranking_master = master_of(cluster, ranking.ops.shard_for(tier.config, "42").viewed)
     token = session_away_from(tier, cluster, ranking_master)
     ranking_master.kill()
     with pytest.raises(webtier.PartiallyApplied) as raised:
@@ -475,7 +475,7 @@ async def test_the_middleware_serves_the_page_when_only_the_view_was_lost(
     cluster: RedisCluster,
 ) -> None:
     sync_tier = webtier.WebTier(webtier.connect(cluster.url), config("split"))
-    ranking_master = master_of(cluster, ranking_ops.shard_for(sync_tier.config, "42").viewed)
+    ranking_master = master_of(cluster, ranking.ops.shard_for(sync_tier.config, "42").viewed)
     token = session_away_from(sync_tier, cluster, ranking_master)
     ranking_master.kill()
     client = webtier.connect_async(cluster.url, socket_timeout=1)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webtier import book, counters, stats
+from webtier import book, counters, ranking, stats
 from webtier._core.checks import (
     MAX_INT,
     MAX_TIME,
@@ -23,7 +23,7 @@ from webtier._core.checks import (
 )
 from webtier._core.flush import Flusher
 from webtier._core.keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
-from webtier._ops import carts, pagecache, ranking, rows
+from webtier._ops import carts, pagecache, rows
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
 from webtier.counters.tally import Tally
@@ -292,7 +292,7 @@ def test_rows_refuse_what_is_not_a_source_or_a_delay() -> None:
 
 def test_limits_are_ints_redis_can_take() -> None:
     for n in (HUGE, 2**64, 1.5, True):
-        assert "n" in str(refused(ranking.top(CFG, n)))  # type: ignore[arg-type]
+        assert "n" in str(refused(ranking.ops.top(CFG, n)))  # type: ignore[arg-type]
     assert "n" in str(refused(stats.ops.slowest(CFG, HUGE)))
 
 

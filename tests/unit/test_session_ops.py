@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from tests.helpers import drive, sampled_pick
+from webtier import ranking
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Chain, ScriptCall
-from webtier._ops import carts, ranking, sessions
+from webtier._ops import carts, sessions
 from webtier._ops.sessions import cleaner as sessions_cleaner
 from webtier.config import Config, SessionSettings
 from webtier.errors import (
@@ -27,7 +28,7 @@ from webtier.errors import (
     UnknownSession,
     UserMismatch,
 )
-from webtier.ranking import ViewCounter
+from webtier.ranking.views import ViewCounter
 from webtier.sessions import check_token, is_token, new_token
 from webtier.types import CartChange
 
@@ -70,7 +71,7 @@ def test_touch_lists_the_user_first_and_counts_the_view_in_its_script_on_one_ser
     where = sessions.place(CFG, TOKEN)
     assert call.keys == (where.key, where.recent, "p:{v}:viewed")  # the view, in the script
     assert call.args[:6] == (TOKEN, "live", "", "alice", "42", 25)
-    assert upkeep == ranking.upkeep_request(CFG, ranking.shard_for(CFG, "42"))
+    assert upkeep == ranking.ops.upkeep_request(CFG, ranking.ops.shard_for(CFG, "42"))
     assert (
         drive(op, [[[1, 1], [[1, b"alice", b"1700000000000000"]], [0]]], started=True).value is True
     )

@@ -10,7 +10,7 @@ from webtier._core.facade import Part
 from webtier._core.protocol import Op
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
-from webtier.ranking import ViewCounter
+from webtier.ranking.views import ViewCounter
 
 
 class SessionsPart(Part):

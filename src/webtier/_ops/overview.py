@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webtier import counters, stats
+from webtier import counters, ranking, stats
 from webtier._core.checks import check_limit
 from webtier._core.protocol import Op
-from webtier._ops import ranking
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier._ops.rows import core as rows
@@ -107,5 +106,5 @@ def read_health(cfg: Config, *, top: int = 10) -> Op[Health]:
     for source in cfg.rows.sources:
         statuses[source.name] = yield from rows.status(cfg, source)
     workers = yield from liveness.alive(cfg)
-    top_items = yield from ranking.top(cfg, top)
+    top_items = yield from ranking.ops.top(cfg, top)
     return Health(sessions, cfg.sessions.limit, statuses, workers, top_items)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from webtier import ranking
 from webtier._core.keys import check_name
 from webtier._core.protocol import (
     Arg,
@@ -19,7 +20,6 @@ from webtier._core.protocol import (
     text,
     write,
 )
-from webtier._ops import ranking
 from webtier._ops.sessions.layout import (
     _NEW_ATTEMPTS,
     LOAD,
@@ -68,7 +68,7 @@ def touch_request(
     args = (where.token, mode, sid, user or "", item or "", settings.viewed, *timeouts(settings))
     keys: tuple[str, ...] = (where.key, where.recent)
     if count_view and item is not None:
-        keys += (ranking.shard_for(cfg, item).viewed,)
+        keys += (ranking.ops.shard_for(cfg, item).viewed,)
     return write(where.route, ScriptCall(TOUCH, keys, args), idempotent=False)
 
 
@@ -178,7 +178,9 @@ def touch(
         raise UserMismatch(f"the session belongs to {text(rest[0])!r}, not {user!r}: use login")
     live = int(status) == 1
     if live and item is not None and not inline:
-        counted = views.requests(item) if views is not None else ranking.view_requests(cfg, item)
+        counted = (
+            views.requests(item) if views is not None else ranking.ops.view_requests(cfg, item)
+        )
         if counted:
             try:
                 yield counted

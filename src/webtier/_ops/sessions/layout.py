@@ -58,7 +58,7 @@ VIEWED_SLACK = TOUCH.constant("SLACK")
 
 
 class ViewCounting(Protocol):
-    """How a touch counts its item's view (:class:`webtier.ranking.ViewCounter`)."""
+    """How a touch counts its item's view (:class:`webtier.ranking.views.ViewCounter`)."""
 
     @property
     def inline(self) -> bool: ...

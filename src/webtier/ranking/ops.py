@@ -44,8 +44,8 @@ from webtier.config import Config
 from webtier.errors import WebtierError
 from webtier.types import RescaleReport
 
-RESCALE = Script.load("webtier._core.lua", "ranking_rescale")
-UPKEEP = Script.load("webtier._core.lua", "ranking_upkeep")
+RESCALE = Script.load(__package__, "ranking_rescale")
+UPKEEP = Script.load(__package__, "ranking_upkeep")
 
 Entry = tuple[str, int]  # item, views
 # One item of a merged top: (-score, shard, place in the shard, item, score);
