@@ -29,7 +29,7 @@ from webtier._core.protocol import Call
 from webtier.config import ACCESS_TIME
 from webtier.connect import connect
 from webtier.pagerules import BOOK_RULES, PageRequest
-from webtier.rowsource import FunctionSource
+from webtier.rows import FunctionSource
 from webtier.sync import WebTier
 from webtier.types import Rendered
 

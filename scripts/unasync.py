@@ -165,6 +165,17 @@ PAIRS = [
         ],
     ),
     Pair(
+        SRC / "rows" / "aio.py",
+        SRC / "rows" / "sync.py",
+        [
+            phrase("The row cache's asyncio API", "The row cache's sync API"),
+            phrase(
+                ":mod:`webtier.rows.sync` is generated from this module",
+                "It is generated from :mod:`webtier.rows.aio`",
+            ),
+        ],
+    ),
+    Pair(
         SRC / "aio.py",
         SRC / "sync.py",
         [

@@ -57,13 +57,13 @@ from webtier import ranking
 from webtier._core.facade import Part
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Call, Op, ScriptCall, text, write
-from webtier._ops.rows import FILL, bookkeeping_ms, nonce
 from webtier.config import Config
 from webtier.demo import shopdb
 from webtier.embedded import bundled_redis_server, find_redis_server
 from webtier.errors import LateCookie
-from webtier.rowsource import Row, Source
-from webtier.sqlsource import SqlSource
+from webtier.rows import Row, Source
+from webtier.rows.ops import FILL, bookkeeping_ms, nonce
+from webtier.rows.sql import SqlSource
 from webtier.testing import RedisCluster, RedisServer
 from webtier.types import JobStep
 from webtier.web import sessions

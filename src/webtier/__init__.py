@@ -45,7 +45,7 @@ from webtier.errors import (
 )
 from webtier.pagerules import CacheRoute, PageRequest, PageRules, RankAdmission, SetAdmission
 from webtier.ranking import AsyncTopItems, AsyncViewAggregator, TopItems, ViewAggregator
-from webtier.rowsource import FunctionSource, Source
+from webtier.rows import FunctionSource, Source
 from webtier.stats import (
     AccessTimer,
     AsyncAccessTimer,

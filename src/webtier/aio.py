@@ -14,13 +14,12 @@ from webtier._core.sessions_part import SessionsPart
 from webtier._ops import carts as cart_ops
 from webtier._ops import deployment as settings
 from webtier._ops import pagecache as pages
-from webtier._ops import rows as row_ops
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
-from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
 from webtier.counters.aio import Counters
 from webtier.ranking.aio import Ranking
+from webtier.rows.aio import Rows
 from webtier.stats.aio import Stats
 
 
@@ -28,22 +27,6 @@ class Workers(Part):
     """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
 
     alive = async_op(liveness.alive)
-
-
-# -- row cache ---------------------------------------------------------------------------
-
-
-class Rows(Part):
-    """Database rows kept fresh in Redis (Redis in Action 2.4): see docs/rows.md."""
-
-    schedule = async_op(row_ops.schedule)
-    unschedule = async_op(row_ops.unschedule)
-    get = async_op(row_ops.get)
-    get_many = async_op(row_ops.get_many)
-    invalidate = async_op(row_ops.invalidate)
-    refresh_now = async_op(row_ops.refresh_now)
-    refresh_due = async_op(refresh_ops.refresh_due)
-    status = async_op(row_ops.status)
 
 
 # -- page cache ----------------------------------------------------------------------------

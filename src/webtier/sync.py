@@ -15,13 +15,12 @@ from webtier._core.sessions_part import SessionsPart
 from webtier._ops import carts as cart_ops
 from webtier._ops import deployment as settings
 from webtier._ops import pagecache as pages
-from webtier._ops import rows as row_ops
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
-from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
 from webtier.counters.sync import Counters
 from webtier.ranking.sync import Ranking
+from webtier.rows.sync import Rows
 from webtier.stats.sync import Stats
 
 
@@ -29,22 +28,6 @@ class Workers(Part):
     """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
 
     alive = sync_op(liveness.alive)
-
-
-# -- row cache ---------------------------------------------------------------------------
-
-
-class Rows(Part):
-    """Database rows kept fresh in Redis (Redis in Action 2.4): see docs/rows.md."""
-
-    schedule = sync_op(row_ops.schedule)
-    unschedule = sync_op(row_ops.unschedule)
-    get = sync_op(row_ops.get)
-    get_many = sync_op(row_ops.get_many)
-    invalidate = sync_op(row_ops.invalidate)
-    refresh_now = sync_op(row_ops.refresh_now)
-    refresh_due = sync_op(refresh_ops.refresh_due)
-    status = sync_op(row_ops.status)
 
 
 # -- page cache ----------------------------------------------------------------------------

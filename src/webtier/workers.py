@@ -37,13 +37,12 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webtier import counters, ranking
+from webtier import counters, ranking, rows
 from webtier._core.protocol import Op
 from webtier._core.schedule import Job, Schedule
 from webtier._ops import deployment
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
-from webtier._ops.rows import refresh as refresh_ops
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config
 from webtier.errors import ConfigError, RedisUnavailable, WebtierError
@@ -78,7 +77,7 @@ def _refresh_rows(cfg: Config, pass_number: int) -> Op[JobStep]:
     settings = cfg.rows
     if not settings.sources:
         return JobStep(60.0, "" if pass_number else "no row sources configured; idle")
-    done = yield from refresh_ops.refresh_round(cfg)
+    done = yield from rows.refresh.refresh_round(cfg)
     for problem in done.problems:
         log.warning("rows: %s (retried with backoff)", problem)
     report = done.report

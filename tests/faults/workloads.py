@@ -41,7 +41,7 @@ from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.errors import UnknownSession
 from webtier.pagerules import CacheRoute, PageRules
-from webtier.sqlsource import SqlSource
+from webtier.rows.sql import SqlSource
 from webtier.web import pagecache, sessions, timing
 from webtier.web.pagecache import flask as flask_pagecache
 from webtier.web.sessions import SessionOptions

@@ -19,7 +19,7 @@ import webtier
 from tests.helpers import wait_for
 from webtier.config import Config, RowSettings, SessionSettings
 from webtier.pagerules import CacheRoute, PageRules
-from webtier.rowsource import FunctionSource
+from webtier.rows import FunctionSource
 from webtier.web import pagecache
 from webtier.workers import JOBS, SESSIONS_CLEANED, Worker
 

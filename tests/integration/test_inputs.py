@@ -53,7 +53,7 @@ from webtier._core.keys import check_name
 from webtier._core.protocol import Call
 from webtier.errors import InvalidInput, RedisUnavailable, ServerError, WebtierError
 from webtier.pagerules import BOOK_RULES, PageRequest, Plan
-from webtier.rowsource import FunctionSource, Source
+from webtier.rows import FunctionSource, Source
 from webtier.types import Rendered
 
 pytestmark = pytest.mark.anyio

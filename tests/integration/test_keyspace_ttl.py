@@ -27,7 +27,7 @@ from webtier._ops import workers as liveness
 from webtier.config import Config, RowSettings
 from webtier.errors import SourceError
 from webtier.pagerules import BOOK_RULES, CacheRoute, PageRequest, PageRules
-from webtier.rowsource import FunctionSource
+from webtier.rows import FunctionSource
 from webtier.workers import AsyncWorker, Worker
 
 pytestmark = pytest.mark.anyio

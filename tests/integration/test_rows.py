@@ -26,13 +26,13 @@ from tests.helpers import (
     take_load,
 )
 from webtier._core.keys import shard_of
-from webtier._ops.rows import bookkeeping_ms, store_request
-from webtier._ops.rows.codec import encode
 from webtier.config import Config, RowSettings
 from webtier.demo import shopdb
 from webtier.errors import InvalidInput, SourceError
-from webtier.rowsource import FunctionSource
-from webtier.sqlsource import SqlSource
+from webtier.rows import FunctionSource
+from webtier.rows.codec import encode
+from webtier.rows.ops import bookkeeping_ms, store_request
+from webtier.rows.sql import SqlSource
 from webtier.workers import JOBS, AsyncWorker
 
 pytestmark = pytest.mark.anyio

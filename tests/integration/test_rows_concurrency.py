@@ -32,7 +32,7 @@ import webtier
 from tests.helpers import seed
 from webtier.config import Config, RowSettings
 from webtier.demo import shopdb
-from webtier.rowsource import Row, Source
+from webtier.rows import Row, Source
 from webtier.workers import JOBS, Worker
 
 pytestmark = pytest.mark.slow

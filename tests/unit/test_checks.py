@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webtier import book, counters, ranking, stats
+from webtier import book, counters, ranking, rows, stats
 from webtier._core.checks import (
     MAX_INT,
     MAX_TIME,
@@ -23,12 +23,12 @@ from webtier._core.checks import (
 )
 from webtier._core.flush import Flusher
 from webtier._core.keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
-from webtier._ops import carts, pagecache, rows
+from webtier._ops import carts, pagecache
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
 from webtier.counters.tally import Tally
 from webtier.errors import ConfigError, InvalidInput, WebtierError
-from webtier.rowsource import FunctionSource, check_source
+from webtier.rows.source import FunctionSource, check_source
 
 CFG = Config(prefix="p")
 SOURCE = FunctionSource("src", lambda key: {"id": key})
@@ -255,14 +255,13 @@ def test_a_str_where_a_list_of_names_is_expected_is_refused_not_split() -> None:
     assert "names" in str(refused(counters.ops.get_many(CFG, "views:/", 5)))
     assert "names" in str(refused(counters.ops.get_many(CFG, 5, 5)))  # type: ignore[arg-type]
     assert "contexts" in str(refused(stats.ops.get_many(CFG, "ab", "x")))
-    assert "row_ids" in str(refused(rows.get_many(CFG, SOURCE, "12")))
+    assert "row_ids" in str(refused(rows.ops.get_many(CFG, SOURCE, "12")))
     assert "sources" in str(refused(rows_refresh_due("inventory")))
 
 
 def rows_refresh_due(sources: object) -> Any:
-    from webtier._ops.rows import refresh as row_refresh
 
-    return row_refresh.refresh_due(CFG, sources)  # type: ignore[arg-type]
+    return rows.refresh.refresh_due(CFG, sources)  # type: ignore[arg-type]
 
 
 def test_stats_values_must_be_finite_doubles() -> None:
@@ -271,22 +270,24 @@ def test_stats_values_must_be_finite_doubles() -> None:
     assert "value" in str(refused(stats.ops.record(CFG, "ctx", "x", Fraction(10**400, 3))))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("op", [rows.get, rows.invalidate, rows.refresh_now, rows.unschedule])
+@pytest.mark.parametrize(
+    "op", [rows.ops.get, rows.ops.invalidate, rows.ops.refresh_now, rows.ops.unschedule]
+)
 def test_integer_row_ids_are_limited_like_names(op: Any) -> None:
     for row_id in (HUGE, 10**1100):
         assert "row_id" in str(refused(op(CFG, SOURCE, row_id)))
-    assert "row_id" in str(refused(rows.get(CFG, SOURCE, 10**1100, load=True)))
-    assert "row_id" in str(refused(rows.schedule(CFG, SOURCE, HUGE, 5)))
-    assert "row_id" in str(refused(rows.get_many(CFG, SOURCE, [1, HUGE])))
+    assert "row_id" in str(refused(rows.ops.get(CFG, SOURCE, 10**1100, load=True)))
+    assert "row_id" in str(refused(rows.ops.schedule(CFG, SOURCE, HUGE, 5)))
+    assert "row_id" in str(refused(rows.ops.get_many(CFG, SOURCE, [1, HUGE])))
 
 
 def test_rows_refuse_what_is_not_a_source_or_a_delay() -> None:
-    assert "source" in str(refused(rows.get(CFG, "src", 1)))  # type: ignore[arg-type]
-    assert "source" in str(refused(rows.status(CFG, "src")))  # type: ignore[arg-type]
+    assert "source" in str(refused(rows.ops.get(CFG, "src", 1)))  # type: ignore[arg-type]
+    assert "source" in str(refused(rows.ops.status(CFG, "src")))  # type: ignore[arg-type]
     assert "source" in str(refused(rows_refresh_due(["src"])))
     for delay in (10**400, -(10**400), Decimal("sNaN"), -math.inf):
-        assert "delay" in str(refused(rows.schedule(CFG, SOURCE, 1, delay)))  # type: ignore[arg-type]
-    request = next(rows.schedule(CFG, SOURCE, 1, Decimal("1.5")))  # type: ignore[arg-type]
+        assert "delay" in str(refused(rows.ops.schedule(CFG, SOURCE, 1, delay)))  # type: ignore[arg-type]
+    request = next(rows.ops.schedule(CFG, SOURCE, 1, Decimal("1.5")))  # type: ignore[arg-type]
     assert request.commands[0].args == ("1", 1500)  # type: ignore[union-attr]
 
 

@@ -36,7 +36,7 @@ def test_a_missing_extra_is_one_line_naming_it() -> None:
         "import sys\n"
         "sys.modules['sqlalchemy'] = None\n"
         "try:\n"
-        "    from webtier.sqlsource import SqlSource\n"
+        "    from webtier.rows.sql import SqlSource\n"
         "except ImportError as error:\n"
         "    print(type(error).__name__, error, sep=': ')\n"
     )

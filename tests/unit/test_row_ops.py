@@ -11,15 +11,14 @@ import pytest
 import sqlalchemy as sa
 
 from tests.helpers import drive
+from webtier import rows
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Call, Gather, Request, ScriptCall
-from webtier._ops import rows
-from webtier._ops.rows import refresh as row_refresh
-from webtier._ops.rows.codec import decode
 from webtier.config import Config, RowSettings
 from webtier.errors import ConfigError, InvalidInput, ServerError, SourceError
-from webtier.rowsource import FunctionSource
-from webtier.sqlsource import SqlSource
+from webtier.rows import FunctionSource
+from webtier.rows.codec import decode
+from webtier.rows.sql import SqlSource
 
 # With 2 shards, rows "4" and "7" fall in shard 0, rows "1" and "9" in shard 1.
 TABLE = {"1": {"id": 1, "name": "lamp"}, "4": {"id": 4, "name": "mug"}}
@@ -41,36 +40,36 @@ def test_keys_of_a_row_share_one_tag() -> None:
 
 
 def test_schedule_is_one_idempotent_script_call() -> None:
-    request = next(rows.schedule(CFG, SOURCE, 1, 2.5))
+    request = next(rows.ops.schedule(CFG, SOURCE, 1, 2.5))
     assert isinstance(request, Request)
     assert request.idempotent
     (call,) = request.commands
     assert isinstance(call, ScriptCall)
-    assert call.script is rows.SCHEDULE
+    assert call.script is rows.ops.SCHEDULE
     s = shard("1")
     assert call.keys == (s.due, s.delay, s.fill, s.lease, s.fail, s.row("1"))
     assert call.args == ("1", 2500)
-    assert next(rows.schedule(CFG, SOURCE, 1, -1)).commands[0].args == ("1", 0)  # type: ignore[union-attr]
+    assert next(rows.ops.schedule(CFG, SOURCE, 1, -1)).commands[0].args == ("1", 0)  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("delay", [float("nan"), "1", None, True, 10**9, float("inf")])
 def test_bad_delays_are_refused_before_anything_is_sent(delay: Any) -> None:
     with pytest.raises(InvalidInput, match="delay"):
-        next(rows.schedule(CFG, SOURCE, 1, delay))
+        next(rows.ops.schedule(CFG, SOURCE, 1, delay))
 
 
 def test_a_tiny_positive_delay_is_at_least_one_ms() -> None:
-    assert next(rows.schedule(CFG, SOURCE, 1, 1e-9)).commands[0].args == ("1", 1)  # type: ignore[union-attr]
+    assert next(rows.ops.schedule(CFG, SOURCE, 1, 1e-9)).commands[0].args == ("1", 1)  # type: ignore[union-attr]
 
 
 def test_get_is_one_read_and_an_empty_copy_means_no_such_row() -> None:
-    op = rows.get(CFG, SOURCE, 2)
+    op = rows.ops.get(CFG, SOURCE, 2)
     request = next(op)
     assert isinstance(request, Request)
     assert request.commands == (("GET", shard("2").row("2")),)
-    assert drive(rows.get(CFG, SOURCE, 2), [[b'{"row":{"a":1}}']]).value == {"a": 1}
-    assert drive(rows.get(CFG, SOURCE, 2), [[b""]]).value is None
-    assert drive(rows.get(CFG, SOURCE, 2), [[None]]).value is None
+    assert drive(rows.ops.get(CFG, SOURCE, 2), [[b'{"row":{"a":1}}']]).value == {"a": 1}
+    assert drive(rows.ops.get(CFG, SOURCE, 2), [[b""]]).value is None
+    assert drive(rows.ops.get(CFG, SOURCE, 2), [[None]]).value is None
 
 
 def claim_reply(
@@ -84,7 +83,7 @@ def claim_reply(
 
 
 def test_a_round_claims_every_shard_loads_once_and_stores_with_the_tickets() -> None:
-    op = row_refresh.refresh_round(CFG)
+    op = rows.refresh.refresh_round(CFG)
     step = next(op)
     assert isinstance(step, Gather)
     assert [r.route for r in step.requests] == [shard("4").route, shard("1").route]
@@ -112,7 +111,7 @@ def test_a_round_claims_every_shard_loads_once_and_stores_with_the_tickets() -> 
     for request in step:
         (call,) = request.commands
         assert isinstance(call, ScriptCall)
-        assert call.script is rows.STORE
+        assert call.script is rows.ops.STORE
         assert call.args[:2] == (300_000, 5000)  # ttl and missing_ttl, ms
         key, ticket, mode, data = call.args[2:]
         assert call.keys[5:] == (shard(str(key)).row(str(key)),)
@@ -130,7 +129,7 @@ def test_a_round_claims_every_shard_loads_once_and_stores_with_the_tickets() -> 
 
 
 def test_store_results_are_counted_as_fenced_stored_removed() -> None:
-    op = row_refresh.refresh_round(
+    op = rows.refresh.refresh_round(
         Config(prefix="p", rows=RowSettings(sources=(SOURCE,), shards=1))
     )
     next(op)
@@ -147,7 +146,7 @@ def test_store_results_are_counted_as_fenced_stored_removed() -> None:
 def test_a_failed_load_gives_the_rows_back_and_raises_source_error() -> None:
     broken = FunctionSource("inv", lambda key: 1 / 0)  # type: ignore[arg-type,return-value]
     cfg = Config(prefix="p", rows=RowSettings(sources=(broken,), shards=1, batch=3))
-    op = row_refresh.refresh_round(cfg)
+    op = rows.refresh.refresh_round(cfg)
     next(op)
     step = op.send([claim_reply(1000, -1, [("1", 7, 900)], [])])
     assert isinstance(step, Call)
@@ -155,7 +154,7 @@ def test_a_failed_load_gives_the_rows_back_and_raises_source_error() -> None:
     assert isinstance(step, tuple)
     (release,) = step
     assert release.idempotent
-    assert release.commands[0].script is rows.RELEASE  # type: ignore[union-attr]
+    assert release.commands[0].script is rows.ops.RELEASE  # type: ignore[union-attr]
     # Due again at once: the worker backs off as a whole while the source fails.
     assert release.commands[0].args == (0, 0, 86_400_000, "1", "7")  # type: ignore[union-attr]
     with pytest.raises(SourceError, match="boom") as failed:
@@ -165,22 +164,22 @@ def test_a_failed_load_gives_the_rows_back_and_raises_source_error() -> None:
 
 def test_the_bookkeeping_of_loads_outlives_every_lease_and_backoff() -> None:
     day = 86_400_000
-    assert rows.bookkeeping_ms(RowSettings()) == day
-    assert rows.bookkeeping_ms(RowSettings(lease=3 * 86400)) == 6 * day
-    assert rows.bookkeeping_ms(RowSettings(fill_lease=86400)) == 2 * day
-    assert rows.bookkeeping_ms(RowSettings(retry_cap=2 * 86400)) == 4 * day
+    assert rows.ops.bookkeeping_ms(RowSettings()) == day
+    assert rows.ops.bookkeeping_ms(RowSettings(lease=3 * 86400)) == 6 * day
+    assert rows.ops.bookkeeping_ms(RowSettings(fill_lease=86400)) == 2 * day
+    assert rows.ops.bookkeeping_ms(RowSettings(retry_cap=2 * 86400)) == 4 * day
 
 
 def test_a_read_through_takes_its_ticket_with_the_bookkeeping_ttl() -> None:
-    request = next(rows.get(CFG, SOURCE, 2, load=True))
+    request = next(rows.ops.get(CFG, SOURCE, 2, load=True))
     assert request.commands == (("GET", shard("2").row("2")),)  # type: ignore[union-attr]
-    op = rows.get(CFG, SOURCE, 2, load=True)
+    op = rows.ops.get(CFG, SOURCE, 2, load=True)
     next(op)
     fill = op.send([None])
     assert isinstance(fill, Request)
     (call,) = fill.commands
     assert isinstance(call, ScriptCall)
-    assert call.script is rows.FILL
+    assert call.script is rows.ops.FILL
     s = shard("2")
     assert call.keys == (s.fill, s.lease, s.seq, s.row("2"))
     assert call.args[:4] == ("2", 5000, "miss", 86_400_000)
@@ -189,7 +188,7 @@ def test_a_read_through_takes_its_ticket_with_the_bookkeeping_ttl() -> None:
 
 def test_a_full_shard_asks_for_another_round_at_once() -> None:
     cfg = Config(prefix="p", rows=RowSettings(sources=(SOURCE,), shards=1, batch=1))
-    op = row_refresh.refresh_round(cfg)
+    op = rows.refresh.refresh_round(cfg)
     next(op)
     step = op.send([claim_reply(1000, 1000, [("1", 7, 900)], [])])
     step = op.send(step.blocking())  # type: ignore[union-attr]
@@ -200,7 +199,7 @@ def test_a_full_shard_asks_for_another_round_at_once() -> None:
 
 def test_a_shard_that_fails_does_not_stop_the_others() -> None:
     cfg = Config(prefix="p", rows=RowSettings(sources=(SOURCE,), shards=2, batch=3))
-    op = row_refresh.refresh_round(cfg)
+    op = rows.refresh.refresh_round(cfg)
     step = next(op)
     assert isinstance(step, Gather)
     failure = ServerError("node down")
@@ -212,7 +211,7 @@ def test_a_shard_that_fails_does_not_stop_the_others() -> None:
 
 def test_no_sources_means_no_requests() -> None:
     with pytest.raises(StopIteration) as done:
-        next(row_refresh.refresh_round(Config()))
+        next(rows.refresh.refresh_round(Config()))
     assert done.value.value.report.claimed == 0
 
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webtier._ops.rows.codec import decode, encode
 from webtier.errors import InvalidInput
+from webtier.rows.codec import decode, encode
 
 json_values = st.recursive(
     st.none()

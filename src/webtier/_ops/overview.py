@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webtier import counters, ranking, stats
+from webtier import counters, ranking, rows, stats
 from webtier._core.checks import check_limit
 from webtier._core.protocol import Op
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
-from webtier._ops.rows import core as rows
 from webtier._ops.workers import WorkerInfo
 from webtier.config import ACCESS_TIME, Config
 from webtier.errors import InvalidInput
@@ -104,7 +103,7 @@ def read_health(cfg: Config, *, top: int = 10) -> Op[Health]:
     sessions = yield from session_ops.stats(cfg)
     statuses = {}
     for source in cfg.rows.sources:
-        statuses[source.name] = yield from rows.status(cfg, source)
+        statuses[source.name] = yield from rows.ops.status(cfg, source)
     workers = yield from liveness.alive(cfg)
     top_items = yield from ranking.ops.top(cfg, top)
     return Health(sessions, cfg.sessions.limit, statuses, workers, top_items)

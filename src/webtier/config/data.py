@@ -12,7 +12,7 @@ from webtier._core.keys import check_stat_type
 from webtier.errors import ConfigError, InvalidInput
 
 if TYPE_CHECKING:
-    from webtier.rowsource import Source
+    from webtier.rows.source import Source
 
 from webtier.config.validate import is_int, is_seconds, require
 

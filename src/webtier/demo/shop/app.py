@@ -50,7 +50,7 @@ with extra_needed("shop", "the demo shop"):
         TokenFill,
         csrf_protected,
     )
-    from webtier.sqlsource import open_engine
+    from webtier.rows.sql import open_engine
     from webtier.web import pagecache, sessions, timing
 
 POSTS = ("/cart", "/login", "/logout", "/checkout", "/account/logout-everywhere")

@@ -3,7 +3,7 @@
 A round claims up to ``batch`` due rows from every shard of every source
 (one script per shard, one pipeline per node), loads them ``batch`` at a
 time with one query each, and stores each shard's copies with one script,
-each only if its ticket still holds (see :mod:`webtier._ops.rows`).
+each only if its ticket still holds (see :mod:`webtier.rows.ops`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from typing import Any
 
 from webtier._core.keys import RowShard, check_list
 from webtier._core.protocol import Arg, Call, Gather, Op, ScriptCall, text, write
-from webtier._ops.rows.codec import encode
-from webtier._ops.rows.core import (
+from webtier.config import Config
+from webtier.errors import InvalidInput, SourceError, WebtierError
+from webtier.rows.codec import encode
+from webtier.rows.ops import (
     CLAIM,
     bookkeeping_ms,
     first_line,
@@ -26,9 +28,7 @@ from webtier._ops.rows.core import (
     store_request,
     to_ms,
 )
-from webtier.config import Config
-from webtier.errors import InvalidInput, SourceError, WebtierError
-from webtier.rowsource import Row, Source, check_source
+from webtier.rows.source import Row, Source, check_source
 from webtier.types import RefreshReport
 
 

@@ -5,7 +5,7 @@ A source answers one question, blocking: *the rows of these keys, as
 dicts*. The row cache runs it in the caller's thread (sync API) or in a
 worker thread (asyncio API). Keys are the text form of row ids (``42`` ->
 ``"42"``), which is what Redis stores. Tables of a SQL database are
-:class:`webtier.sqlsource.SqlSource`; :class:`FunctionSource` wraps a
+:class:`webtier.rows.sql.SqlSource`; :class:`FunctionSource` wraps a
 function of one key, as the book's ``Inventory.get``.
 """
 

@@ -4,7 +4,7 @@ Layout, per row source and shard ``crc32(key) % shards`` (see
 :class:`webtier._core.keys.RowShard`): a schedule (``due`` zset, ``delay`` hash),
 the loads in flight (``fill`` tickets, ``lease`` deadlines), failure counts,
 a ticket sequence, and one string per cached row holding its JSON
-(:mod:`webtier._ops.rows.codec`). Every operation touches one shard, so one slot.
+(:mod:`webtier.rows.codec`). Every operation touches one shard, so one slot.
 
 Every load of a row from the database, by a worker, a reader on a miss, or
 ``refresh_now``, first takes a *ticket* for the row in Redis, then queries,
@@ -14,7 +14,7 @@ read the database before a write can never overwrite the copy of a load
 that read it after (docs/rows.md walks through the interleavings).
 
 This module has the schedule, the reads and the write path; the workers'
-refresh is :mod:`webtier._ops.rows.refresh`.
+refresh is :mod:`webtier.rows.refresh`.
 """
 
 from __future__ import annotations
@@ -41,18 +41,18 @@ from webtier._core.protocol import (
     write,
 )
 from webtier._core.scripts import Script
-from webtier._ops.rows.codec import decode, encode
 from webtier.config import Config, RowSettings
 from webtier.errors import SourceError
-from webtier.rowsource import Source, check_source
+from webtier.rows.codec import decode, encode
+from webtier.rows.source import Source, check_source
 from webtier.types import RowStatus
 
-CLAIM = Script.load("webtier._core.lua", "row_claim")
-STORE = Script.load("webtier._core.lua", "row_store")
-FILL = Script.load("webtier._core.lua", "row_fill")
-RELEASE = Script.load("webtier._core.lua", "row_release")
-SCHEDULE = Script.load("webtier._core.lua", "row_schedule")
-INVALIDATE = Script.load("webtier._core.lua", "row_invalidate")
+CLAIM = Script.load(__package__, "row_claim")
+STORE = Script.load(__package__, "row_store")
+FILL = Script.load(__package__, "row_fill")
+RELEASE = Script.load(__package__, "row_release")
+SCHEDULE = Script.load(__package__, "row_schedule")
+INVALIDATE = Script.load(__package__, "row_invalidate")
 
 MAX_DELAY = 365 * 86400.0  # seconds
 BOOKKEEPING_DAYS = 1  # the least a shard's bookkeeping of loads outlives its last load

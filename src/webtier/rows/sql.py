@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from webtier._core.extras import extra_needed
 from webtier.errors import ConfigError, InvalidInput, SourceError
-from webtier.rowsource import Row, Source
+from webtier.rows.source import Row, Source
 
 with extra_needed("sql", "SQL row sources"):
     import sqlalchemy as sa
