@@ -176,6 +176,17 @@ PAIRS = [
         ],
     ),
     Pair(
+        SRC / "pagecache" / "aio.py",
+        SRC / "pagecache" / "sync.py",
+        [
+            phrase("The page cache's asyncio API", "The page cache's sync API"),
+            phrase(
+                ":mod:`webtier.pagecache.sync` is generated from this module",
+                "It is generated from :mod:`webtier.pagecache.aio`",
+            ),
+        ],
+    ),
+    Pair(
         SRC / "aio.py",
         SRC / "sync.py",
         [

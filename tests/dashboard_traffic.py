@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 import webtier
 from webtier.config import ACCESS_TIME, RowSettings, SessionSettings
-from webtier.pagerules import CacheRoute, PageRules
+from webtier.pagecache import CacheRoute, PageRules
 from webtier.rows import FunctionSource
 from webtier.web import pagecache
 from webtier.workers import AsyncWorker

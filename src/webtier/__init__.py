@@ -43,7 +43,7 @@ from webtier.errors import (
     UserMismatch,
     WebtierError,
 )
-from webtier.pagerules import CacheRoute, PageRequest, PageRules, RankAdmission, SetAdmission
+from webtier.pagecache import CacheRoute, PageRequest, PageRules, RankAdmission, SetAdmission
 from webtier.ranking import AsyncTopItems, AsyncViewAggregator, TopItems, ViewAggregator
 from webtier.rows import FunctionSource, Source
 from webtier.stats import (

@@ -13,11 +13,11 @@ from webtier._core.facade import Part, async_op
 from webtier._core.sessions_part import SessionsPart
 from webtier._ops import carts as cart_ops
 from webtier._ops import deployment as settings
-from webtier._ops import pagecache as pages
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.counters.aio import Counters
+from webtier.pagecache.aio import PageCache
 from webtier.ranking.aio import Ranking
 from webtier.rows.aio import Rows
 from webtier.stats.aio import Stats
@@ -27,20 +27,6 @@ class Workers(Part):
     """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
 
     alive = async_op(liveness.alive)
-
-
-# -- page cache ----------------------------------------------------------------------------
-
-
-class PageCache(Part):
-    """Whole pages kept in Redis (Redis in Action 2.3): see docs/pagecache.md.
-    Pages are served by the middleware (:mod:`webtier.web.pagecache`);
-    these drop them."""
-
-    serve = async_op(pages.serve)
-    invalidate = async_op(pages.invalidate)
-    invalidate_item = async_op(pages.invalidate_item)
-    invalidate_all = async_op(pages.invalidate_all)
 
 
 # -- sessions and carts ---------------------------------------------------------------

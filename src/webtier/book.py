@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from webtier._core.protocol import Call
 from webtier.config import Config, RankingSettings, SessionSettings
 from webtier.errors import ConfigError, RedisUnavailable
-from webtier.pagerules import BOOK_RULES, PageRequest
+from webtier.pagecache import BOOK_RULES, PageRequest
 from webtier.rows import FunctionSource, Row, Source
 from webtier.stats import AccessTimer
 from webtier.sync import WebTier

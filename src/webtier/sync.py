@@ -14,11 +14,11 @@ from webtier._core.facade import Part, sync_op
 from webtier._core.sessions_part import SessionsPart
 from webtier._ops import carts as cart_ops
 from webtier._ops import deployment as settings
-from webtier._ops import pagecache as pages
 from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.counters.sync import Counters
+from webtier.pagecache.sync import PageCache
 from webtier.ranking.sync import Ranking
 from webtier.rows.sync import Rows
 from webtier.stats.sync import Stats
@@ -28,20 +28,6 @@ class Workers(Part):
     """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
 
     alive = sync_op(liveness.alive)
-
-
-# -- page cache ----------------------------------------------------------------------------
-
-
-class PageCache(Part):
-    """Whole pages kept in Redis (Redis in Action 2.3): see docs/pagecache.md.
-    Pages are served by the middleware (:mod:`webtier.web.pagecache`);
-    these drop them."""
-
-    serve = sync_op(pages.serve)
-    invalidate = sync_op(pages.invalidate)
-    invalidate_item = sync_op(pages.invalidate_item)
-    invalidate_all = sync_op(pages.invalidate_all)
 
 
 # -- sessions and carts ---------------------------------------------------------------

@@ -15,10 +15,10 @@ from werkzeug.test import Client
 import webtier
 from tests.faults.workloads import Catalog, wsgi_app
 from tests.helpers import stall
+from webtier import pagecache
 from webtier._core.protocol import Call
-from webtier._ops import pagecache
 from webtier.config import Config, PageCacheSettings, RetryPolicy
-from webtier.pagerules import CacheRoute, PageRequest, PageRules
+from webtier.pagecache import CacheRoute, PageRequest, PageRules
 from webtier.testing import RedisServer
 from webtier.types import Rendered
 
@@ -51,7 +51,7 @@ def test_a_page_stored_during_invalidate_item_is_dropped_by_the_next(server: Red
     # generation bump and index read, then the deletes) by a request that
     # renders v3 and stores it under the new generation.
     catalog.version = 3
-    op = pagecache.invalidate_item(tier.config, "42")
+    op = pagecache.invalidation.invalidate_item(tier.config, "42")
     replies = tier.transport.exchange(next(op))
     assert page() == ("item 42 v3", "MISS")
     with contextlib.suppress(StopIteration):
@@ -99,11 +99,11 @@ def test_a_claim_whose_reply_was_lost_still_renders_and_stores(server: RedisServ
     warm = rules.plan(config, PageRequest.from_url("http://shop.test/warm"))
     assert warm is not None
     assert (
-        tier.transport.run(pagecache.serve(config, warm, render)).page is not None
+        tier.transport.run(pagecache.ops.serve(config, warm, render)).page is not None
     )  # scripts loaded
     plan = rules.plan(config, PageRequest.from_url("http://shop.test/"))
     assert plan is not None
-    op = pagecache.serve(config, plan, render)
+    op = pagecache.ops.serve(config, plan, render)
     replies = tier.transport.exchange(next(op))  # the lookup: a miss
     sleeper = stall(server, 1.0)
     began = time.monotonic()

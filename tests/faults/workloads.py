@@ -40,7 +40,7 @@ from webtier._core.keys import shard_of
 from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.errors import UnknownSession
-from webtier.pagerules import CacheRoute, PageRules
+from webtier.pagecache import CacheRoute, PageRules
 from webtier.rows.sql import SqlSource
 from webtier.web import pagecache, sessions, timing
 from webtier.web.pagecache import flask as flask_pagecache

@@ -52,7 +52,7 @@ from webtier._core.facade import Part
 from webtier._core.keys import check_name
 from webtier._core.protocol import Call
 from webtier.errors import InvalidInput, RedisUnavailable, ServerError, WebtierError
-from webtier.pagerules import BOOK_RULES, PageRequest, Plan
+from webtier.pagecache import BOOK_RULES, PageRequest, Plan
 from webtier.rows import FunctionSource, Source
 from webtier.types import Rendered
 

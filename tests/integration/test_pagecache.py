@@ -27,7 +27,7 @@ import webtier
 from tests.helpers import all_keys
 from webtier._core.protocol import Call
 from webtier.config import Config, PageCacheSettings, RetryPolicy
-from webtier.pagerules import CacheRoute, PageRequest, PageRules
+from webtier.pagecache import CacheRoute, PageRequest, PageRules
 from webtier.testing import RedisServer
 from webtier.types import Rendered, Served
 from webtier.web import pagecache

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webtier import book, counters, ranking, rows, stats
+from webtier import book, counters, pagecache, ranking, rows, stats
 from webtier._core.checks import (
     MAX_INT,
     MAX_TIME,
@@ -23,7 +23,7 @@ from webtier._core.checks import (
 )
 from webtier._core.flush import Flusher
 from webtier._core.keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
-from webtier._ops import carts, pagecache
+from webtier._ops import carts
 from webtier._ops import sessions as session_ops
 from webtier.config import Config
 from webtier.counters.tally import Tally
@@ -306,13 +306,13 @@ def test_cart_counts_are_whole_numbers_redis_can_take() -> None:
 
 
 def test_page_cache_refuses_what_is_not_a_url_plan_or_call() -> None:
-    assert "url" in str(refused(pagecache.invalidate(CFG, "http://[")))
-    assert "url" in str(refused(pagecache.invalidate(CFG, 5)))  # type: ignore[arg-type]
-    assert "url" in str(refused(pagecache.invalidate(CFG, "/x\ud800?item=a")))
-    assert "headers" in str(refused(pagecache.invalidate(CFG, "/?item=a", "x")))  # type: ignore[arg-type]
-    assert "headers" in str(refused(pagecache.invalidate(CFG, "/?item=a", {"a": 1})))  # type: ignore[dict-item]
-    assert "rules" in str(refused(pagecache.invalidate(CFG, "/?item=a", None, 5)))  # type: ignore[arg-type]
-    assert "plan" in str(refused(pagecache.serve(CFG, "plan", "render")))  # type: ignore[arg-type]
+    assert "url" in str(refused(pagecache.invalidation.invalidate(CFG, "http://[")))
+    assert "url" in str(refused(pagecache.invalidation.invalidate(CFG, 5)))  # type: ignore[arg-type]
+    assert "url" in str(refused(pagecache.invalidation.invalidate(CFG, "/x\ud800?item=a")))
+    assert "headers" in str(refused(pagecache.invalidation.invalidate(CFG, "/?item=a", "x")))  # type: ignore[arg-type]
+    assert "headers" in str(refused(pagecache.invalidation.invalidate(CFG, "/?item=a", {"a": 1})))  # type: ignore[dict-item]
+    assert "rules" in str(refused(pagecache.invalidation.invalidate(CFG, "/?item=a", None, 5)))  # type: ignore[arg-type]
+    assert "plan" in str(refused(pagecache.ops.serve(CFG, "plan", "render")))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

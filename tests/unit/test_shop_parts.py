@@ -12,7 +12,7 @@ from webtier.demo.shop import ShopSettings, catalog
 from webtier.demo.shop.accounts import merge_report
 from webtier.demo.shop.app import PAGE_RULES
 from webtier.errors import ConfigError, InvalidInput, OutOfStock
-from webtier.pagerules import PageRequest
+from webtier.pagecache import PageRequest
 from webtier.types import CartChange, LoginResult
 
 

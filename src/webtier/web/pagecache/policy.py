@@ -13,10 +13,11 @@ import time
 from collections.abc import Iterable, Mapping
 
 from webtier._core.throttle import OutageLog, Throttle
-from webtier._ops.pagecache import stored_headers
 from webtier.config import Config, PageCacheSettings
 from webtier.errors import ConfigError
-from webtier.pagerules import PageRequest, PageRules, Plan, cache_directives
+from webtier.pagecache import PageRequest, PageRules, Plan
+from webtier.pagecache.copies import stored_headers
+from webtier.pagecache.request import cache_directives
 from webtier.types import CacheStatus, Page, Rendered
 
 log = logging.getLogger("webtier.pagecache")

@@ -14,19 +14,17 @@ others wait briefly for it or get the stale copy during the grace window; the
 render is stored only if the holder still holds the lock and no invalidation
 happened meanwhile (the generation). A response that cannot be stored leaves
 a short "pass" note so that requests stop queueing behind its renders.
+
+This module serves; the stored copies are :mod:`webtier.pagecache.copies`,
+invalidation :mod:`webtier.pagecache.invalidation`.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import random
 import secrets
-import struct
-import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from webtier._core.keys import PageShard, check_name, shard_of
 from webtier._core.protocol import (
     Call,
     Gather,
@@ -42,12 +40,13 @@ from webtier._core.protocol import (
 from webtier._core.scripts import Script
 from webtier.config import Config
 from webtier.errors import InvalidInput
-from webtier.pagerules import BOOK_RULES, PageRequest, PageRules, Plan
+from webtier.pagecache.copies import PASS_NOTE, decode, encode, make_page
+from webtier.pagecache.rules import Plan
 from webtier.types import Page, Rendered, Served
 
-CLAIM = Script.load("webtier._core.lua", "pagecache_claim")
-STORE = Script.load("webtier._core.lua", "pagecache_store")
-RELEASE = Script.load("webtier._core.lua", "pagecache_release")
+CLAIM = Script.load(__package__, "pagecache_claim")
+STORE = Script.load(__package__, "pagecache_store")
+RELEASE = Script.load(__package__, "pagecache_release")
 # Jitter from a generator of its own: the application's random state is its own.
 _JITTER = random.Random()
 
@@ -56,72 +55,6 @@ _JITTER = random.Random()
 # as long each time, up to 50 ms.
 FIRST_PAUSE = 0.002
 LONGEST_PAUSE = 0.05
-# Invalidations delete this many pages per request.
-BATCH = 500
-
-_MAGIC = b"WPC1"
-_PASS = b"WPASS"  # "rendered, but not storable": render without waiting
-_HEADER = struct.Struct(">I")
-# Never stored with a page: they describe one connection or one answer.
-_NOT_STORED = frozenset(
-    {"connection", "keep-alive", "transfer-encoding", "content-length", "date", "age", "x-cache"}
-)
-
-
-# -- copies ---------------------------------------------------------------------------------
-
-
-def make_page(cfg: Config, rendered: Rendered, ttl: float, now: float) -> Page:
-    """The copy to store of ``rendered``: compressed when that saves a tenth or more."""
-    body = rendered.body
-    headers = stored_headers(rendered.headers)
-    etag = next((v for k, v in headers if k.lower() == "etag"), None)
-    if etag is None:
-        # Weak: the same tag names the plain and the gzip representation.
-        etag = 'W/"' + zlib.crc32(body).to_bytes(4, "big").hex() + f'{len(body):x}"'
-        headers = (*headers, ("etag", etag))
-    gzipped = False
-    encoded = any(k.lower() == "content-encoding" for k, _ in headers)
-    if not encoded and len(body) >= cfg.pagecache.compress_min:
-        packer = zlib.compressobj(6, zlib.DEFLATED, 31)
-        packed = packer.compress(body) + packer.flush()
-        if len(packed) <= len(body) * 0.9:
-            body, gzipped = packed, True
-    return Page(rendered.status, headers, body, gzipped, etag, now, now + ttl)
-
-
-def stored_headers(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    return tuple((k.lower(), v) for k, v in headers if k.lower() not in _NOT_STORED)
-
-
-def encode(page: Page) -> bytes:
-    meta = json.dumps(
-        {
-            "s": page.status,
-            "h": page.headers,
-            "z": page.gzipped,
-            "e": page.etag,
-            "t": page.stored,
-            "f": page.fresh_until,
-        },
-        separators=(",", ":"),
-    ).encode()
-    return b"".join((_MAGIC, _HEADER.pack(len(meta)), meta, page.body))
-
-
-def decode(copy: bytes) -> Page | None:
-    """The page of a stored copy; None for a pass note or an unknown format."""
-    if not copy.startswith(_MAGIC):
-        return None
-    start = len(_MAGIC) + _HEADER.size
-    (length,) = _HEADER.unpack_from(copy, len(_MAGIC))
-    meta = json.loads(copy[start : start + length])
-    headers = tuple((str(k), str(v)) for k, v in meta["h"])
-    body = copy[start + length :]
-    return Page(meta["s"], headers, body, meta["z"], meta["e"], meta["t"], meta["f"])
-
-
-# -- serving ------------------------------------------------------------------------------
 
 
 def serve(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
@@ -328,118 +261,10 @@ def _render_and_store(
         if rendered.status >= 500:
             yield _release(plan, token)  # may pass; the next request tries again
         else:
-            yield _store(cfg, plan, token, generation, _PASS, settings.pass_ttl)
+            yield _store(cfg, plan, token, generation, PASS_NOTE, settings.pass_ttl)
         return Served("MISS", rendered=rendered)
     now = cfg.clock.wall()
     fresh = min(rendered.ttl, plan.ttl) * (1 - _JITTER.uniform(0, settings.jitter))
     page = make_page(cfg, rendered, fresh, now)
     yield _store(cfg, plan, token, generation, encode(page), fresh + settings.grace)
     return Served("MISS", page)
-
-
-# -- invalidation ---------------------------------------------------------------------------
-
-
-def generation_life(cfg: Config) -> int:
-    """Milliseconds a generation lives. Safety needs more than the lock
-    lease: a render stores only within its lease of its claim, so the fence
-    of an invalidation made during a render is still there when it stores.
-    The longest page life is added so that a generation outlives the pages
-    stored around it; at most one key per shard, it costs nothing."""
-    settings = cfg.pagecache
-    longest_page = max(settings.ttl + settings.grace, settings.pass_ttl)
-    return math.ceil((settings.lock_lease + longest_page) * 1000)
-
-
-def _new_generation(cfg: Config, shard: PageShard) -> tuple[str, str, str, str, int]:
-    """A new generation for ``shard``: a random value, never one seen before.
-
-    A counter would come back: expired, then bumped again, it would restart
-    at 1 and could meet the number a render in flight claimed with, letting
-    a page rendered before the invalidation be stored after it. A random
-    value expires safely: a render that claimed the old one (or none: "0")
-    is fenced by the new one for its whole lease, and a generation that
-    expires with nothing after it only fences renders (their page is then
-    rendered again), never lets one through. Sent twice, it sets the same value."""
-    return ("SET", shard.gen, secrets.token_hex(8), "PX", generation_life(cfg))
-
-
-def invalidate(
-    cfg: Config,
-    url: str,
-    headers: Mapping[str, str] | None = None,
-    rules: PageRules | None = None,
-) -> Op[None]:
-    """Drop the cached page of a GET of ``url`` (with ``headers``, for the
-    route's vary headers and cookies) under ``rules`` (default: the book's,
-    :data:`~webtier.pagerules.BOOK_RULES`)."""
-    if rules is not None and not isinstance(rules, PageRules):
-        raise InvalidInput("rules", f"must be PageRules, not {type(rules).__name__}", rules)
-    plan = (rules or BOOK_RULES).plan(cfg, PageRequest.from_url(url, headers))
-    if plan is None:
-        raise InvalidInput("url", "is not cacheable under these rules", url)
-    yield from invalidate_plan(cfg, plan)
-
-
-def invalidate_plan(cfg: Config, plan: Plan) -> Op[None]:
-    """Drop one page (one key: one URL with one set of vary header values)."""
-    shard, digest = plan.shard, plan.digest
-    commands: list[tuple[str | int | bytes, ...]] = [
-        _new_generation(cfg, shard),  # fences a render of it in flight
-        ("UNLINK", shard.page(digest)),
-        ("ZREM", shard.pages, digest),
-    ]
-    if plan.item is not None:
-        commands.append(("ZREM", shard.item(plan.item), digest))
-    yield write(shard.route, *commands, idempotent=True)
-
-
-def invalidate_item(cfg: Config, item: str) -> Op[int]:
-    """Drop every cached page of ``item``; returns how many there were."""
-    check_name("item", item)
-    shard = cfg.keys.page_shard(shard_of(item, cfg.pagecache.shards))
-    _, digests = yield write(
-        shard.route,
-        _new_generation(cfg, shard),
-        ("ZRANGE", shard.item(item), 0, -1),
-        idempotent=True,
-    )
-    yield from _drop(shard, [text(d) for d in digests], shard.item(item))
-    return len(digests)
-
-
-def invalidate_all(cfg: Config) -> Op[int]:
-    """Drop every cached page (of this prefix); returns how many there were.
-
-    Every shard's generation is replaced first, so a render in flight cannot
-    store a page from before the call."""
-    shards = [cfg.keys.page_shard(n) for n in range(cfg.pagecache.shards)]
-    replies = yield tuple(
-        write(s.route, _new_generation(cfg, s), ("ZCARD", s.pages), idempotent=True) for s in shards
-    )
-    dropped = 0
-    for shard, (_, count) in zip(shards, replies, strict=True):
-        left = int(count)  # bounded: pages stored after the new generation may keep coming
-        while left > 0:
-            (batch,) = yield read(shard.route, ("ZRANGE", shard.pages, 0, BATCH - 1))
-            if not batch:
-                break
-            yield from _drop(shard, [text(d) for d in batch], None)
-            left -= len(batch)
-            dropped += len(batch)
-    return dropped
-
-
-def _drop(shard: PageShard, digests: Sequence[str], index: str | None) -> Op[None]:
-    """Drop these pages, and their entries in the shard's page index and in
-    ``index`` (an item's pages). Only the entries read: a page stored since
-    stays listed, for the next invalidation to find."""
-    for start in range(0, len(digests), BATCH):
-        chunk = digests[start : start + BATCH]
-        commands: list[tuple[str | bytes | int, ...]] = [
-            ("UNLINK", *(shard.page(d) for d in chunk)),
-            ("ZREM", shard.pages, *chunk),
-        ]
-        if index is not None:
-            commands.append(("ZREM", index, *chunk))
-        yield write(shard.route, *commands, idempotent=True)

@@ -7,11 +7,9 @@ in Action 2.3: a page with an ``item`` query parameter, no ``_`` parameter,
 whose item ranks in the top 10,000 most viewed). :data:`BOOK_RULES` is the
 book's rule on every path, for the book's functions (a URL, no headers).
 
-A page's key is a digest of the method, scheme, host, path, the *normalized*
-query string (parameters in name order, tracking parameters dropped) and the
-values of the declared vary headers and cookies, nothing else; no request
-text ever reaches a Redis key (only its digest does). An item page's key
-lies in its item's shard, so all pages of one item can be dropped at once.
+A page's key is a digest of what the request says (:mod:`webtier.pagecache.request`);
+an item page's key lies in its item's shard, so all pages of one item can be
+dropped at once.
 
 A render is stored only if every input of its request that could reach the
 page is in the key (:attr:`Plan.unkeyed` lists those that are not): a
@@ -21,123 +19,31 @@ an API key...), a cookie it neither keys nor ignores. Such a request is
 answered from the cache, but its render serves it alone.
 
 Nothing here does I/O: :func:`PageRules.plan` is pure, and admission by rank
-supplies the read that a miss sends in the same round trip as its claim.
+(:mod:`webtier.pagecache.admission`) supplies the read that a miss sends in
+the same round trip as its claim.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Protocol
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import parse_qsl
 
 from webtier._core.keys import PageShard, check_name, shard_of
-from webtier._core.protocol import Reply, Request
 from webtier.config import Config, PageCacheSettings, valid_header_names
 from webtier.errors import ConfigError, InvalidInput
-from webtier.ranking.ops import decode_rank, rank_follow_up, rank_request
-
-
-@dataclass(frozen=True, slots=True)
-class PageRequest:
-    """What the page cache looks at in a request; header names in lower case."""
-
-    method: str
-    path: str
-    query: str = ""  # the raw query string, without '?'
-    scheme: str = "http"
-    host: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_url(cls, url: str, headers: Mapping[str, str] | None = None) -> PageRequest:
-        """A GET of ``url`` (``http://host/path?query`` or just ``/path?query``)."""
-        _check_text("url", url)
-        if headers is not None and not isinstance(headers, Mapping):
-            raise InvalidInput("headers", "must be a mapping of header names to values", headers)
-        for name, value in (headers or {}).items():
-            _check_text("headers", name)
-            _check_text("headers", value)
-        try:
-            parts = urlsplit(url)
-        except ValueError as error:
-            raise InvalidInput("url", f"is not a URL: {error}", url) from None
-        return cls(
-            "GET",
-            parts.path or "/",
-            parts.query,
-            parts.scheme or "http",
-            parts.netloc,
-            {k.lower(): v for k, v in (headers or {}).items()},
-        )
-
-
-def _check_text(field: str, value: object) -> bool:
-    """True if ``value`` is text (a str that is valid Unicode), else InvalidInput."""
-    if not isinstance(value, str):
-        raise InvalidInput(field, f"must be a str, not {type(value).__name__}", value)
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        raise InvalidInput(field, "contains a lone surrogate", value) from None
-    return True
-
-
-# -- admission of item pages ---------------------------------------------------------------
-
-
-class Admission(Protocol):
-    """Decides whether an item page may be cached. ``requests`` are read with
-    the page's lookup, in its round trip; ``admits`` gets their replies,
-    then those of ``follow_up(cfg, item, replies)`` if the admission defines
-    it: requests sent next (none when the first replies decided)."""
-
-    def requests(self, cfg: Config, item: str) -> tuple[Request, ...]: ...
-
-    def admits(self, cfg: Config, item: str, replies: Sequence[Reply]) -> bool: ...
-
-
-@dataclass(frozen=True, slots=True)
-class RankAdmission:
-    """The book's rule: the item ranks in the top ``cfg.pagecache.top``
-    most viewed (its shard's ZREVRANK, read with the page's lookup; with
-    several shards, and only when its place in its shard admits it, the
-    other shards' counts of items ranked before it, in a second round trip)."""
-
-    def requests(self, cfg: Config, item: str) -> tuple[Request, ...]:
-        return (rank_request(cfg, item),)
-
-    def follow_up(self, cfg: Config, item: str, replies: Sequence[Reply]) -> tuple[Request, ...]:
-        first = replies[0]
-        # The place in its shard is a lower bound of the place in the ranking.
-        if first[0] is None or int(first[0]) >= cfg.pagecache.top:
-            return ()
-        return rank_follow_up(cfg, item, first)
-
-    def admits(self, cfg: Config, item: str, replies: Sequence[Reply]) -> bool:
-        place = decode_rank(replies[0], replies[1:])
-        return place is not None and place < cfg.pagecache.top
-
-
-@dataclass(frozen=True, slots=True)
-class SetAdmission:
-    """Admission by a set the process keeps itself (for instance a top-N set
-    refreshed every few seconds): nothing is read from Redis."""
-
-    contains: Callable[[str], bool]
-
-    def requests(self, cfg: Config, item: str) -> tuple[Request, ...]:
-        return ()
-
-    def admits(self, cfg: Config, item: str, replies: Sequence[Reply]) -> bool:
-        return self.contains(item)
-
-
-# -- rules --------------------------------------------------------------------------------
+from webtier.pagecache.admission import Admission, RankAdmission
+from webtier.pagecache.request import (
+    PageRequest,
+    cache_directives,
+    cookie_pairs,
+    is_ignored,
+    is_private,
+    matches,
+    page_digest,
+    wants_fresh,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +196,7 @@ class PageRules:
 # alone; a web application declares its own item routes.
 BOOK_RULES = PageRules(routes=(CacheRoute("/*", item_pages=True),))
 
+
 # Request headers the cache handles itself: never an input of the page.
 # (The host is in the key; the cache compresses, answers conditional
 # requests and reads Cache-Control itself; the rest describe the connection.)
@@ -307,6 +214,7 @@ CACHE_HEADERS = frozenset(
     }
 )
 
+
 # Characters a query string may hold as they are: printable ASCII but those
 # browsers escape in a query (the WHATWG URL standard's special-query set:
 # '"', '#', '<', '>', "'"; space, controls and non-ASCII too). A query
@@ -314,53 +222,6 @@ CACHE_HEADERS = frozenset(
 # query would show it where a browser's request under the same key shows
 # an escape.
 _QUERY_CHARS = frozenset(chr(c) for c in range(0x21, 0x7F)) - frozenset("\"#<>'")
-
-
-def matches(names: frozenset[str] | tuple[str, ...], name: str) -> bool:
-    """Whether ``name`` is one of ``names``, where a name ending in '*'
-    stands for every name starting with the rest."""
-    exact, prefixes = _split_names(names)
-    return name in exact or name.startswith(prefixes)
-
-
-@lru_cache(maxsize=256)
-def _split_names(names: frozenset[str] | tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
-    """Exact names, and the prefixes of the names ending in '*' (once per set)."""
-    return (
-        frozenset(n for n in names if not n.endswith("*")),
-        tuple(n[:-1] for n in names if n.endswith("*")),
-    )
-
-
-def cache_directives(value: str) -> dict[str, str]:
-    """The directives of a ``Cache-Control`` value, by lower-case name."""
-    found = {}
-    for part in value.split(","):
-        name, _, arg = part.strip().partition("=")
-        if name:
-            found[name.lower()] = arg.strip().strip('"')
-    return found
-
-
-def wants_fresh(headers: Mapping[str, str]) -> bool:
-    """Whether the request asks not to be answered from a cache:
-    ``Cache-Control: no-cache``, or ``Pragma: no-cache`` without
-    ``Cache-Control`` (RFC 9111 5.4). ``max-age=0``, a plain reload, does not."""
-    control = headers.get("cache-control")
-    if control is not None:
-        return "no-cache" in cache_directives(control)
-    pragma = headers.get("pragma", "")
-    return any(part.strip().lower() == "no-cache" for part in pragma.split(","))
-
-
-def cookie_pairs(header: str) -> list[tuple[str, str]]:
-    """The (name, value) pairs of a ``Cookie`` header, in order."""
-    pairs = []
-    for crumb in header.split(";"):
-        name, _, value = crumb.partition("=")
-        if name.strip() or value.strip():
-            pairs.append((name.strip(), value.strip()))
-    return pairs
 
 
 def unkeyed_inputs(
@@ -401,49 +262,3 @@ def unkeyed_inputs(
     if control is not None and "no-store" in cache_directives(control):
         found.append("cache-control no-store")  # RFC 9111 5.2.1.5: store nothing of it
     return tuple(dict.fromkeys(found))
-
-
-def is_private(settings: PageCacheSettings, headers: Mapping[str, str]) -> bool:
-    """Whether a request carries credentials: ``Authorization`` or a session cookie."""
-    if "authorization" in headers:
-        return True
-    cookie = headers.get("cookie")
-    if not cookie:
-        return False
-    return any(name in settings.private_cookies for name, _ in cookie_pairs(cookie))
-
-
-def is_ignored(settings: PageCacheSettings, name: str) -> bool:
-    """Whether a query parameter is dropped from keys (a tracking parameter)."""
-    return matches(settings.ignored_params, name)
-
-
-def normalized_query(settings: PageCacheSettings, params: Sequence[tuple[str, str]]) -> str:
-    """Parameters in name order (repeats keep their order), tracking ones dropped."""
-    kept = sorted((p for p in params if not is_ignored(settings, p[0])), key=lambda p: p[0])
-    return urlencode(kept, quote_via=quote)
-
-
-def page_digest(
-    settings: PageCacheSettings,
-    request: PageRequest,
-    params: Sequence[tuple[str, str]],
-    vary: Sequence[str],
-    cookies: Sequence[str] = (),
-) -> str:
-    # Each part is length-prefixed, so no two requests spell the same material.
-    parts = [
-        request.method,
-        request.scheme.lower(),
-        request.host.lower(),
-        request.path,
-        normalized_query(settings, params),
-    ]
-    parts += [f"{name}={request.headers.get(name, '')}" for name in vary]
-    if cookies:
-        # A part without '=' (no header part lacks one) starts the cookies.
-        crumbs = cookie_pairs(request.headers.get("cookie", ""))
-        parts.append("cookies")
-        parts += [json.dumps([name, [v for n, v in crumbs if n == name]]) for name in cookies]
-    material = "".join(f"{len(p.encode())}:{p}" for p in parts)
-    return hashlib.blake2b(material.encode(), digest_size=16).hexdigest()
