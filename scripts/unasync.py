@@ -187,6 +187,17 @@ PAIRS = [
         ],
     ),
     Pair(
+        SRC / "sessions" / "aio.py",
+        SRC / "sessions" / "sync.py",
+        [
+            phrase("The sessions' and carts' asyncio API", "The sessions' and carts' sync API"),
+            phrase(
+                ":mod:`webtier.sessions.sync` is generated from this\nmodule",
+                "It is generated from :mod:`webtier.sessions.aio`",
+            ),
+        ],
+    ),
+    Pair(
         SRC / "aio.py",
         SRC / "sync.py",
         [

@@ -10,16 +10,14 @@ from typing import Any
 
 from webtier._core.drive import AsyncClient, AsyncTransport
 from webtier._core.facade import Part, async_op
-from webtier._core.sessions_part import SessionsPart
-from webtier._ops import carts as cart_ops
 from webtier._ops import deployment as settings
-from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.counters.aio import Counters
 from webtier.pagecache.aio import PageCache
 from webtier.ranking.aio import Ranking
 from webtier.rows.aio import Rows
+from webtier.sessions.aio import Carts, Sessions
 from webtier.stats.aio import Stats
 
 
@@ -27,44 +25,6 @@ class Workers(Part):
     """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
 
     alive = async_op(liveness.alive)
-
-
-# -- sessions and carts ---------------------------------------------------------------
-
-
-class Sessions(SessionsPart):
-    """Login sessions with recently viewed items (Redis in Action 2.1): see docs/sessions.md."""
-
-    new = async_op(session_ops.new)
-    check = async_op(session_ops.check)
-    info = async_op(session_ops.info)
-    login = async_op(session_ops.login)
-    logout = async_op(session_ops.logout)
-    of_user = async_op(session_ops.of_user)
-    revoke = async_op(session_ops.revoke)
-    revoke_all = async_op(session_ops.revoke_all)
-    data = async_op(session_ops.data)
-    update = async_op(session_ops.update)
-    discard = async_op(session_ops.discard)
-    recently_viewed = async_op(session_ops.recently_viewed)
-    clean = async_op(session_ops.clean)
-    stats = async_op(session_ops.stats)
-
-    async def touch(self, token: str, *, user: str | None = None, item: str | None = None) -> bool:
-        """The book's ``update_token`` for a live session: last seen, the user
-        (when given), the viewed ``item`` and its view count, in one round
-        trip; ``False`` when there is no such session (strict mode never
-        creates one)."""
-        result: bool = await self._run(self._touch(token, user, item))
-        return result
-
-
-class Carts(Part):
-    """Shopping carts, item -> count, per session (Redis in Action 2.2)."""
-
-    set = async_op(cart_ops.set)
-    get = async_op(cart_ops.get)
-    clear = async_op(cart_ops.clear)
 
 
 # -- the deployment's settings --------------------------------------------------------

@@ -11,16 +11,14 @@ from typing import Any
 
 from webtier._core.drive import SyncClient, SyncTransport
 from webtier._core.facade import Part, sync_op
-from webtier._core.sessions_part import SessionsPart
-from webtier._ops import carts as cart_ops
 from webtier._ops import deployment as settings
-from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.counters.sync import Counters
 from webtier.pagecache.sync import PageCache
 from webtier.ranking.sync import Ranking
 from webtier.rows.sync import Rows
+from webtier.sessions.sync import Carts, Sessions
 from webtier.stats.sync import Stats
 
 
@@ -28,44 +26,6 @@ class Workers(Part):
     """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
 
     alive = sync_op(liveness.alive)
-
-
-# -- sessions and carts ---------------------------------------------------------------
-
-
-class Sessions(SessionsPart):
-    """Login sessions with recently viewed items (Redis in Action 2.1): see docs/sessions.md."""
-
-    new = sync_op(session_ops.new)
-    check = sync_op(session_ops.check)
-    info = sync_op(session_ops.info)
-    login = sync_op(session_ops.login)
-    logout = sync_op(session_ops.logout)
-    of_user = sync_op(session_ops.of_user)
-    revoke = sync_op(session_ops.revoke)
-    revoke_all = sync_op(session_ops.revoke_all)
-    data = sync_op(session_ops.data)
-    update = sync_op(session_ops.update)
-    discard = sync_op(session_ops.discard)
-    recently_viewed = sync_op(session_ops.recently_viewed)
-    clean = sync_op(session_ops.clean)
-    stats = sync_op(session_ops.stats)
-
-    def touch(self, token: str, *, user: str | None = None, item: str | None = None) -> bool:
-        """The book's ``update_token`` for a live session: last seen, the user
-        (when given), the viewed ``item`` and its view count, in one round
-        trip; ``False`` when there is no such session (strict mode never
-        creates one)."""
-        result: bool = self._run(self._touch(token, user, item))
-        return result
-
-
-class Carts(Part):
-    """Shopping carts, item -> count, per session (Redis in Action 2.2)."""
-
-    set = sync_op(cart_ops.set)
-    get = sync_op(cart_ops.get)
-    clear = sync_op(cart_ops.clear)
 
 
 # -- the deployment's settings --------------------------------------------------------

@@ -37,11 +37,10 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webtier import counters, ranking, rows
+from webtier import counters, ranking, rows, sessions
 from webtier._core.protocol import Op
 from webtier._core.schedule import Job, Schedule
 from webtier._ops import deployment
-from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config
@@ -127,7 +126,7 @@ SESSIONS_CLEANED = "sessions:cleaned"
 
 
 def _clean_sessions(cfg: Config, pass_number: int) -> Op[JobStep]:
-    report = yield from session_ops.clean(cfg, max_steps=SESSION_STEPS)
+    report = yield from sessions.cleaner.clean(cfg, max_steps=SESSION_STEPS)
     if report.deleted:
         # The cleaner's rate, for the dashboard and the metrics: one more
         # round trip per pass that removed something, none when idle.

@@ -37,11 +37,11 @@ from tests.faults.harness import Ledger, Loader, eventually
 from tests.helpers import all_keys, asgi_lifespan, seed, set_stock
 from webtier import ranking
 from webtier._core.keys import shard_of
-from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.errors import UnknownSession
 from webtier.pagecache import CacheRoute, PageRules
 from webtier.rows.sql import SqlSource
+from webtier.sessions.layout import place
 from webtier.web import pagecache, sessions, timing
 from webtier.web.pagecache import flask as flask_pagecache
 from webtier.web.sessions import SessionOptions

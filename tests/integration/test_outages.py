@@ -30,9 +30,9 @@ import webtier
 from tests.helpers import BINARIES, serving
 from webtier import ranking
 from webtier._core.keys import shard_of
-from webtier._ops.sessions import place
 from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagecache import CacheRoute, PageRules
+from webtier.sessions.layout import place
 from webtier.testing import RedisCluster, RedisServer
 from webtier.web import pagecache, sessions, timing
 from webtier.web.pagecache import flask as flask_pagecache

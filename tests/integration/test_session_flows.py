@@ -17,8 +17,8 @@ import pytest
 
 import webtier
 from tests.helpers import all_keys
+from webtier import sessions
 from webtier._core.protocol import Op, Step
-from webtier._ops import sessions as session_ops
 from webtier.config import RetryPolicy, SessionSettings
 from webtier.errors import LateCookie, RedisUnavailable
 from webtier.testing import RedisServer
@@ -298,7 +298,7 @@ def test_a_view_or_login_on_a_session_that_ended_meanwhile_starts_anew(
 
 
 def load(tier: webtier.WebTier, token: str, refresh_after: float = 0.0) -> Any:
-    return tier.transport.run(session_ops.load(tier.config, token, refresh_after))
+    return tier.transport.run(sessions.ops.load(tier.config, token, refresh_after))
 
 
 def server_ms(client: Any) -> int:
@@ -311,7 +311,7 @@ def test_a_load_touches_as_a_touch_does(sync_client: Any, config: webtier.Config
     settings = SessionSettings(idle_timeout=60, absolute_timeout=3600)
     tier = webtier.WebTier(sync_client, dataclasses.replace(config, sessions=settings))
     token = tier.sessions.new(user="ann")
-    where = session_ops.place(tier.config, token)
+    where = sessions.layout.place(tier.config, token)
     other = tier.sessions.new()  # scored after ann's: the top of the shard, or of another
     top = max(float(score) for _, score in sync_client.zrange(where.recent, 0, -1, withscores=True))
     expires = int(sync_client.hget(where.key, "e"))
@@ -344,7 +344,7 @@ def test_a_load_never_revives_or_creates_a_session(
     assert all_keys(redis_url, f"{prefix}:*:t:*") == []
     # Past its absolute timeout, its key not yet expired: deleted.
     old = tier.sessions.new()
-    where = session_ops.place(tier.config, old)
+    where = sessions.layout.place(tier.config, old)
     sync_client.hset(where.key, "c", server_ms(sync_client) - 31_000)
     assert load(tier, old) is None
     assert sync_client.exists(where.key) == 0

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webtier import book, counters, pagecache, ranking, rows, stats
+from webtier import book, counters, pagecache, ranking, rows, sessions, stats
 from webtier._core.checks import (
     MAX_INT,
     MAX_TIME,
@@ -23,8 +23,6 @@ from webtier._core.checks import (
 )
 from webtier._core.flush import Flusher
 from webtier._core.keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
-from webtier._ops import carts
-from webtier._ops import sessions as session_ops
 from webtier.config import Config
 from webtier.counters.tally import Tally
 from webtier.errors import ConfigError, InvalidInput, WebtierError
@@ -300,8 +298,8 @@ def test_limits_are_ints_redis_can_take() -> None:
 def test_cart_counts_are_whole_numbers_redis_can_take() -> None:
     token = "t" * 43
     for count in (-HUGE, HUGE, 1.5, Decimal("sNaN"), "1"):
-        assert "count" in str(refused(carts.set(CFG, token, "a", count)))  # type: ignore[arg-type]
-    request = next(carts.set(CFG, token, "a", Decimal("2")))  # type: ignore[arg-type]
+        assert "count" in str(refused(sessions.carts.set(CFG, token, "a", count)))  # type: ignore[arg-type]
+    request = next(sessions.carts.set(CFG, token, "a", Decimal("2")))  # type: ignore[arg-type]
     assert request[0].commands[0].args[:2] == ("a", 2)  # type: ignore[union-attr]
 
 
@@ -355,4 +353,4 @@ def test_session_data_too_deep_for_json_is_refused() -> None:
     for _ in range(100_000):
         deep = [deep]
     with pytest.raises(InvalidInput, match="not JSON"):
-        next(session_ops.update(CFG, "t" * 43, {"a": deep}))
+        next(sessions.ops.update(CFG, "t" * 43, {"a": deep}))

@@ -10,11 +10,9 @@ from typing import Any
 import pytest
 
 from tests.helpers import drive, sampled_pick
-from webtier import ranking
+from webtier import ranking, sessions
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Chain, ScriptCall
-from webtier._ops import carts, sessions
-from webtier._ops.sessions import cleaner as sessions_cleaner
 from webtier.config import Config, SessionSettings
 from webtier.errors import (
     BadToken,
@@ -29,7 +27,7 @@ from webtier.errors import (
     UserMismatch,
 )
 from webtier.ranking.views import ViewCounter
-from webtier.sessions import check_token, is_token, new_token
+from webtier.sessions.tokens import check_token, is_token, new_token
 from webtier.types import CartChange
 
 CFG = Config(prefix="p", sessions=SessionSettings(shards=4, clean_batch=4))
@@ -50,7 +48,7 @@ def test_tokens_have_256_bits_and_a_strict_form() -> None:
 
 
 def test_a_session_lives_in_its_tokens_shard() -> None:
-    where = sessions.place(CFG, TOKEN)
+    where = sessions.layout.place(CFG, TOKEN)
     shard = shard_of(TOKEN, 4)
     assert where.route == f"p:{{s:{shard}}}"
     assert where.key == f"p:{{s:{shard}}}:t:{TOKEN}"
@@ -59,7 +57,7 @@ def test_a_session_lives_in_its_tokens_shard() -> None:
 
 def test_touch_lists_the_user_first_and_counts_the_view_in_its_script_on_one_server() -> None:
     views = ViewCounter(CFG, one_node=True)
-    op = sessions.touch(CFG, TOKEN, user="alice", item="42", views=views)
+    op = sessions.ops.touch(CFG, TOKEN, user="alice", item="42", views=views)
     chain = next(op)
     assert isinstance(chain, Chain)
     index, script, upkeep = chain.requests  # the first view of a process carries the upkeep
@@ -67,8 +65,8 @@ def test_touch_lists_the_user_first_and_counts_the_view_in_its_script_on_one_ser
     assert not script.idempotent
     (call,) = script.commands
     assert isinstance(call, ScriptCall)
-    assert call.script is sessions.TOUCH
-    where = sessions.place(CFG, TOKEN)
+    assert call.script is sessions.layout.TOUCH
+    where = sessions.layout.place(CFG, TOKEN)
     assert call.keys == (where.key, where.recent, "p:{v}:viewed")  # the view, in the script
     assert call.args[:6] == (TOKEN, "live", "", "alice", "42", 25)
     assert upkeep == ranking.ops.upkeep_request(CFG, ranking.ops.shard_for(CFG, "42"))
@@ -76,19 +74,19 @@ def test_touch_lists_the_user_first_and_counts_the_view_in_its_script_on_one_ser
         drive(op, [[[1, 1], [[1, b"alice", b"1700000000000000"]], [0]]], started=True).value is True
     )
     # The next view of the process goes without the upkeep.
-    assert len(next(sessions.touch(CFG, TOKEN, item="42", views=views)).requests) == 1
+    assert len(next(sessions.ops.touch(CFG, TOKEN, item="42", views=views)).requests) == 1
 
 
 def test_touch_on_cluster_counts_the_view_only_once_the_session_is_live() -> None:
     views = ViewCounter(CFG, one_node=False)
-    op = sessions.touch(CFG, TOKEN, item="42", views=views)
+    op = sessions.ops.touch(CFG, TOKEN, item="42", views=views)
     (script,) = next(op).requests
     assert len(script.commands[0].keys) == 2  # no ranking key: another slot
     (view,) = op.send([[[1, b"", b"1700000000000000"]]])
     assert view.commands[0] == ("ZINCRBY", "p:{v}:viewed", 1, "42")
     assert drive(op, [[[1.0, 0]]], started=True).value is True
     # A session that does not exist counts no view.
-    op = sessions.touch(CFG, TOKEN, item="42", views=views)
+    op = sessions.ops.touch(CFG, TOKEN, item="42", views=views)
     next(op)
     assert drive(op, [[[[0]]]], started=True).value is False
 
@@ -100,7 +98,7 @@ def test_touch_on_cluster_counts_the_view_only_once_the_session_is_live() -> Non
 def test_a_view_lost_after_the_touch_is_reported_as_partly_applied(
     error: RedisUnavailable, not_applied: tuple[str, ...], unknown: tuple[str, ...]
 ) -> None:
-    op = sessions.touch(CFG, TOKEN, item="42", views=ViewCounter(CFG, one_node=False))
+    op = sessions.ops.touch(CFG, TOKEN, item="42", views=ViewCounter(CFG, one_node=False))
     next(op)
     op.send([[[1, b"", b"1700000000000000"]]])
     with pytest.raises(PartiallyApplied) as raised:
@@ -120,19 +118,19 @@ def test_touch_counts_in_the_aggregator_once_the_session_is_live() -> None:
 
     views = ViewCounter(CFG, one_node=True)
     views.aggregator = Aggregator()  # type: ignore[assignment]
-    op = sessions.touch(CFG, TOKEN, item="42", views=views)
+    op = sessions.ops.touch(CFG, TOKEN, item="42", views=views)
     (script,) = next(op).requests
     assert len(script.commands[0].keys) == 2
     assert drive(op, [[[[1, b"", b"1700000000000000"]]]], started=True).value is True
     assert counted == ["42"]
-    op = sessions.touch(CFG, TOKEN, item="43", views=views)
+    op = sessions.ops.touch(CFG, TOKEN, item="43", views=views)
     next(op)
     assert drive(op, [[[[0]]]], started=True).value is False
     assert counted == ["42"]
 
 
 def test_a_touch_refused_for_another_user_raises() -> None:
-    op = sessions.touch(CFG, TOKEN, user="bob")
+    op = sessions.ops.touch(CFG, TOKEN, user="bob")
     next(op)
     with pytest.raises(UserMismatch):
         op.send([[1, 1], [[-1, b"alice"]]])
@@ -140,16 +138,16 @@ def test_a_touch_refused_for_another_user_raises() -> None:
 
 def test_bad_arguments_are_refused_before_anything_is_sent() -> None:
     for op in (
-        sessions.touch(CFG, TOKEN, item=""),
-        sessions.touch(CFG, TOKEN, user="a\nb"),
-        sessions.login(CFG, TOKEN, "alice", cart_policy="merge"),
-        sessions.update(CFG, TOKEN, {"a": {1, 2}}),
-        sessions.update(CFG, TOKEN, ["a"]),  # type: ignore[arg-type]
-        sessions.clean(CFG, limit=-1),
-        sessions.revoke(CFG, "alice", 42),  # type: ignore[arg-type]
-        carts.set(CFG, TOKEN, "a", True),
-        carts.set(CFG, TOKEN, "a", 1001),
-        carts.set(CFG, TOKEN, "", 1),
+        sessions.ops.touch(CFG, TOKEN, item=""),
+        sessions.ops.touch(CFG, TOKEN, user="a\nb"),
+        sessions.users.login(CFG, TOKEN, "alice", cart_policy="merge"),
+        sessions.ops.update(CFG, TOKEN, {"a": {1, 2}}),
+        sessions.ops.update(CFG, TOKEN, ["a"]),  # type: ignore[arg-type]
+        sessions.cleaner.clean(CFG, limit=-1),
+        sessions.users.revoke(CFG, "alice", 42),  # type: ignore[arg-type]
+        sessions.carts.set(CFG, TOKEN, "a", True),
+        sessions.carts.set(CFG, TOKEN, "a", 1001),
+        sessions.carts.set(CFG, TOKEN, "", 1),
     ):
         with pytest.raises(InvalidInput):
             next(op)
@@ -158,8 +156,8 @@ def test_bad_arguments_are_refused_before_anything_is_sent() -> None:
 def test_data_values_over_the_limit_are_refused_with_a_clear_error() -> None:
     cfg = Config(sessions=SessionSettings(max_value_bytes=8, max_data_bytes=8))
     with pytest.raises(DataTooLarge, match="over 8 bytes"):
-        next(sessions.update(cfg, TOKEN, {"a": "123456789"}))
-    op = sessions.update(cfg, TOKEN, {"a": "é"})
+        next(sessions.ops.update(cfg, TOKEN, {"a": "123456789"}))
+    op = sessions.ops.update(cfg, TOKEN, {"a": "é"})
     request = next(op)
     assert request[0].commands[0].args == (64, 8, "a", '"é"')
     with pytest.raises(DataTooLarge, match="3 fields"):
@@ -167,18 +165,18 @@ def test_data_values_over_the_limit_are_refused_with_a_clear_error() -> None:
 
 
 def test_update_of_a_missing_session_raises() -> None:
-    op = sessions.update(CFG, TOKEN, {"a": 1})
+    op = sessions.ops.update(CFG, TOKEN, {"a": 1})
     next(op)
     with pytest.raises(UnknownSession):
         op.send([[[0]]])
 
 
 def test_cart_replies_become_errors() -> None:
-    op = carts.set(CFG, TOKEN, "a", 1)
+    op = sessions.carts.set(CFG, TOKEN, "a", 1)
     next(op)
     with pytest.raises(CartLimit):
         op.send([[[-1, 50]]])
-    op = carts.set(CFG, TOKEN, "a", 1)
+    op = sessions.carts.set(CFG, TOKEN, "a", 1)
     next(op)
     with pytest.raises(UnknownSession):
         op.send([[[0]]])
@@ -186,20 +184,20 @@ def test_cart_replies_become_errors() -> None:
 
 def test_carts_and_viewed_items_are_read_from_the_session_hash() -> None:
     fields = [b"u", b"x", b"khat", b"2", b"va", b"3", b"vb", b"5", b"dx", b"1", b"n", b"5"]
-    assert drive(carts.get(CFG, TOKEN), [[fields]]).value == {"hat": 2}
-    assert drive(sessions.recently_viewed(CFG, TOKEN), [[fields]]).value == ["b", "a"]
-    assert drive(sessions.data(CFG, TOKEN), [[fields]]).value == {"x": 1}
-    assert drive(sessions.data(CFG, TOKEN), [[{}]]).value == {}
+    assert drive(sessions.carts.get(CFG, TOKEN), [[fields]]).value == {"hat": 2}
+    assert drive(sessions.ops.recently_viewed(CFG, TOKEN), [[fields]]).value == ["b", "a"]
+    assert drive(sessions.ops.data(CFG, TOKEN), [[fields]]).value == {"x": 1}
+    assert drive(sessions.ops.data(CFG, TOKEN), [[{}]]).value == {}
 
 
 def test_info_reads_one_slot_and_none_means_no_session() -> None:
     session = drive(
-        sessions.info(CFG, TOKEN), [[[b"1700000000000", b"sid", None], b"1700000001000000"]]
+        sessions.ops.info(CFG, TOKEN), [[[b"1700000000000", b"sid", None], b"1700000001000000"]]
     ).value
     assert (session.id, session.user, session.created, session.last_seen) == (
         "sid", None, 1_700_000_000.0, 1_700_000_001.0,
     )  # fmt: skip
-    assert drive(sessions.info(CFG, TOKEN), [[[None, None, None], None]]).value is None
+    assert drive(sessions.ops.info(CFG, TOKEN), [[[None, None, None], None]]).value is None
 
 
 @pytest.mark.parametrize(
@@ -211,7 +209,9 @@ def test_info_reads_one_slot_and_none_means_no_session() -> None:
     ],
 )
 def test_cart_merge_policies(policy: str, merged: dict[str, int]) -> None:
-    result, changes = sessions.merge_carts({"a": 1, "b": 1}, {"a": 2, "c": 5}, policy, 50, 1000)
+    result, changes = sessions.users.merge_carts(
+        {"a": 1, "b": 1}, {"a": 2, "c": 5}, policy, 50, 1000
+    )
     assert result == merged
     before = {"a": 1, "b": 1}
     assert changes == tuple(
@@ -222,16 +222,16 @@ def test_cart_merge_policies(policy: str, merged: dict[str, int]) -> None:
 
 
 def test_cart_merge_respects_the_limits() -> None:
-    result, changes = sessions.merge_carts({"a": 9, "b": 1}, {"a": 9, "c": 1}, "add", 2, 10)
+    result, changes = sessions.users.merge_carts({"a": 9, "b": 1}, {"a": 9, "c": 1}, "add", 2, 10)
     assert result == {"a": 10, "c": 1}
     assert changes == (CartChange("a", 9, 10), CartChange("b", 1, 0), CartChange("c", 0, 1))
-    assert sessions.merge_carts({"a": 1}, {}, "replace", 5, 5) == ({"a": 1}, ())
+    assert sessions.users.merge_carts({"a": 1}, {}, "replace", 5, 5) == ({"a": 1}, ())
 
 
 def test_the_cleaner_chooses_only_the_oldest_of_all_shards() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=2))
     age = 30 * 86400 * 10**6  # the backstop, in µs
-    op = sessions.clean(cfg, limit=3)
+    op = sessions.cleaner.clean(cfg, limit=3)
     picks = next(op)
     assert [(r.route, r.commands[0].keys, r.commands[0].args) for r in picks] == [
         ("p:{s:0}", ("p:{s:0}:recent",), (age, 2, "sample")),
@@ -251,7 +251,7 @@ def test_the_cleaner_chooses_only_the_oldest_of_all_shards() -> None:
     ]
     # Shard 1's session was touched meanwhile: spared.
     final = op.send([[1], [0]])
-    assert final[0].commands[0].script is sessions.PICK
+    assert final[0].commands[0].script is sessions.layout.PICK
     # Now 3 are left: at the limit, done.
     done = [[cutoff, 2, 0, 0, t - 10, 1, t - 5], [cutoff, 1, 0, 0, t]]
     report = drive(op, [[[reply] for reply in done]], started=True).value
@@ -264,7 +264,7 @@ def test_a_threshold_never_passes_a_shards_own_highest_score() -> None:
     pick on a node whose clock is behind. Each bound stays at or below a
     score the shard itself holds."""
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=100))
-    op = sessions.clean(cfg, limit=0)
+    op = sessions.cleaner.clean(cfg, limit=0)
     next(op)
     t = 1_700_000_000_000_000
     sampled = [[0, 2, 0, 0, t - 100, 1, t - 90], [0, 1, 0, 0, t - 1000]]
@@ -278,7 +278,7 @@ def test_a_threshold_stops_at_the_end_of_a_partial_page() -> None:
     count (70 + 20), but shard 0's 7 unseen sessions may be older than shard
     1's: only up to shard 0's last sample is surely the oldest."""
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=100))
-    op = sessions.clean(cfg, limit=0)
+    op = sessions.cleaner.clean(cfg, limit=0)
     (pick, _) = next(op)
     assert pick.commands[0].args[1] == 63
     t = 1_700_000_000_000_000
@@ -296,7 +296,7 @@ def test_a_threshold_stops_at_the_end_of_a_partial_page() -> None:
 
 def test_tied_samples_make_the_cleaner_read_whole_pages() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=2))
-    op = sessions.clean(cfg, limit=3)
+    op = sessions.cleaner.clean(cfg, limit=3)
     next(op)
     t = 1_700_000_000_000_000
     # One over the limit, and both shards' oldest score t-50: any threshold
@@ -314,7 +314,7 @@ def test_tied_samples_make_the_cleaner_read_whole_pages() -> None:
 
 def test_the_cleaner_removes_by_a_threshold_when_samples_suffice() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=100))
-    op = sessions.clean(cfg, limit=5)
+    op = sessions.cleaner.clean(cfg, limit=5)
     next(op)
     t = 1_700_000_000_000_000
     # 13 sessions, 8 over the limit. Shard 0 is sampled at ranks 0-4, 6, 9.
@@ -334,7 +334,7 @@ def test_the_cleaner_removes_by_a_threshold_when_samples_suffice() -> None:
 
 def test_the_cleaner_removes_sessions_idle_past_the_timeout() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=1, idle_timeout=60))
-    op = sessions.clean(cfg)
+    op = sessions.cleaner.clean(cfg)
     (pick,) = next(op)
     assert pick.commands[0].args == (60 * 10**6, 6250, "sample")
     cutoff = 1_700_000_000 * 10**6
@@ -413,7 +413,7 @@ def test_the_cleaners_choice_matches_the_plain_one(seed: int) -> None:
         picks.append([CUTOFF, len(stored), stale, *stored[:per_shard]])
     keep = rng.randint(0, 25)
     wire = [[str(c).encode(), n, s, *(str(x).encode() for x in page)] for c, n, s, *page in picks]
-    assert sessions_cleaner._choose(settings, wire, keep, per_shard) == _choose_entry_by_entry(
+    assert sessions.cleaner._choose(settings, wire, keep, per_shard) == _choose_entry_by_entry(
         settings, picks, keep, per_shard
     )
 
@@ -433,7 +433,7 @@ def test_a_sampled_choice_takes_exactly_the_oldest_within_the_budget(seed: int) 
     # Stale: none, those idle past 70 s, or past 50 s.
     cutoff = (1_700_000_000 - rng.choice([100, 70, 50])) * 10**6
     picks = [sampled_pick(scores, cutoff, page) for scores in stored]
-    chosen = sessions_cleaner._choose_by_samples(settings, picks, keep)
+    chosen = sessions.cleaner._choose_by_samples(settings, picks, keep)
     stale = sum(score < cutoff for scores in stored for score in scores)
     total = sum(map(len, stored))
     wanted = min(settings.clean_batch, max(stale, total - keep))
@@ -467,5 +467,5 @@ def test_a_sampled_choice_takes_exactly_the_oldest_within_the_budget(seed: int) 
 
 
 def test_scores_in_any_form_redis_writes_are_read() -> None:
-    assert sessions_cleaner._scores([b"1795556194154123", b"7"]) == [1795556194154123, 7]
-    assert sessions_cleaner._scores([b"1.5e+15", b"7"]) == [1_500_000_000_000_000, 7]
+    assert sessions.cleaner._scores([b"1795556194154123", b"7"]) == [1795556194154123, 7]
+    assert sessions.cleaner._scores([b"1.5e+15", b"7"]) == [1_500_000_000_000_000, 7]

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webtier import counters, ranking, rows, stats
+from webtier import counters, ranking, rows, sessions, stats
 from webtier._core.checks import check_limit
 from webtier._core.protocol import Op
-from webtier._ops import sessions as session_ops
 from webtier._ops import workers as liveness
 from webtier._ops.workers import WorkerInfo
 from webtier.config import ACCESS_TIME, Config
@@ -100,10 +99,10 @@ def read_stats(
 
 def read_health(cfg: Config, *, top: int = 10) -> Op[Health]:
     """Sessions, the row sources' lag, live workers and the most viewed items."""
-    sessions = yield from session_ops.stats(cfg)
+    session_stats = yield from sessions.ops.stats(cfg)
     statuses = {}
     for source in cfg.rows.sources:
         statuses[source.name] = yield from rows.ops.status(cfg, source)
     workers = yield from liveness.alive(cfg)
     top_items = yield from ranking.ops.top(cfg, top)
-    return Health(sessions, cfg.sessions.limit, statuses, workers, top_items)
+    return Health(session_stats, cfg.sessions.limit, statuses, workers, top_items)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from webtier.sessions import CartPolicy
+from webtier.sessions.tokens import CartPolicy
 from webtier.types import LoginResult
 from webtier.web.sessions import flows
 from webtier.web.sessions.state import SessionState

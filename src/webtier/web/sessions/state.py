@@ -7,8 +7,8 @@ from http.cookies import Morsel
 from typing import Literal
 
 from webtier._core.throttle import OutageLog
-from webtier._ops.sessions import ViewCounting
 from webtier.errors import RedisUnavailable
+from webtier.sessions.layout import ViewCounting
 from webtier.web.sessions.cookie import Where, cookie_morsel, decode, encode
 from webtier.web.sessions.options import SessionOptions
 

@@ -16,8 +16,13 @@ from webtier._core.protocol import (
     text,
     write,
 )
-from webtier._ops.sessions.core import _indexed_first, _info, _info_commands
-from webtier._ops.sessions.layout import (
+from webtier.config import Config
+from webtier.errors import (
+    InvalidInput,
+    ServerError,
+    UnknownSession,
+)
+from webtier.sessions.layout import (
     _NEW_ATTEMPTS,
     END,
     LOGIN,
@@ -29,13 +34,8 @@ from webtier._ops.sessions.layout import (
     place,
     timeouts,
 )
-from webtier.config import Config
-from webtier.errors import (
-    InvalidInput,
-    ServerError,
-    UnknownSession,
-)
-from webtier.sessions import CART_POLICIES, is_token, new_token
+from webtier.sessions.ops import _indexed_first, _info, _info_commands
+from webtier.sessions.tokens import CART_POLICIES, is_token, new_token
 from webtier.types import CartChange, LoginResult, SessionInfo
 
 # -- login rotation, logout, the user's sessions ------------------------------------------

@@ -1,7 +1,7 @@
 """Shopping carts (Redis in Action 2.2): item -> count, per session.
 
 A cart's lines are fields ``k:<item>`` of the session's own hash (see
-:mod:`webtier._ops.sessions`): a cart expires and is cleaned with its session
+:mod:`webtier.sessions.layout`): a cart expires and is cleaned with its session
 and cannot outlive it, so no cleaner can leave an orphaned cart behind.
 """
 
@@ -11,13 +11,15 @@ from webtier._core.checks import check_integer
 from webtier._core.keys import check_name
 from webtier._core.protocol import Op, Request, ScriptCall, read, write
 from webtier._core.scripts import Script
-from webtier._ops.sessions import Place, cart_of, fields_of, place, touch_request
 from webtier.config import Config
 from webtier.errors import CartLimit, UnknownSession
-from webtier.sessions import new_session_id
+from webtier.sessions.layout import Place, fields_of, place
+from webtier.sessions.ops import touch_request
+from webtier.sessions.tokens import new_session_id
+from webtier.sessions.users import cart_of
 
-SET = Script.load("webtier._core.lua", "cart_set")
-CLEAR = Script.load("webtier._core.lua", "cart_clear")
+SET = Script.load(__package__, "cart_set")
+CLEAR = Script.load(__package__, "cart_clear")
 
 
 def _check_count(cfg: Config, count: object) -> int:
@@ -38,9 +40,9 @@ def _maybe_create(cfg: Config, where: Place) -> tuple[Request, ...]:
 
 def set(cfg: Config, token: str, item: str, count: int) -> Op[None]:
     """Set ``item``'s count in the session's cart; ``count <= 0`` removes it
-    (the book's ``add_to_cart``). Raises :class:`~webtier.sessions.CartLimit`
+    (the book's ``add_to_cart``). Raises :class:`~webtier.errors.CartLimit`
     past the per-line or per-cart limits, and
-    :class:`~webtier.sessions.UnknownSession` without a live session."""
+    :class:`~webtier.errors.UnknownSession` without a live session."""
     where = place(cfg, token)
     check_name("item", item)
     value = _check_count(cfg, count)

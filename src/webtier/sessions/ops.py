@@ -20,7 +20,18 @@ from webtier._core.protocol import (
     text,
     write,
 )
-from webtier._ops.sessions.layout import (
+from webtier.config import Config, SessionSettings
+from webtier.errors import (
+    DataTooLarge,
+    InvalidInput,
+    OutcomeUnknown,
+    PartiallyApplied,
+    ServerError,
+    UnknownSession,
+    UserMismatch,
+    WebtierError,
+)
+from webtier.sessions.layout import (
     _NEW_ATTEMPTS,
     LOAD,
     TOUCH,
@@ -34,18 +45,7 @@ from webtier._ops.sessions.layout import (
     place,
     timeouts,
 )
-from webtier.config import Config, SessionSettings
-from webtier.errors import (
-    DataTooLarge,
-    InvalidInput,
-    OutcomeUnknown,
-    PartiallyApplied,
-    ServerError,
-    UnknownSession,
-    UserMismatch,
-    WebtierError,
-)
-from webtier.sessions import new_session_id, new_token
+from webtier.sessions.tokens import new_session_id, new_token
 from webtier.types import SessionInfo, SessionStats
 
 # -- create, check, touch -------------------------------------------------------------------
@@ -223,8 +223,8 @@ def _encode(settings: SessionSettings, name: str, value: object) -> str:
 def update(cfg: Config, token: str, values: Mapping[str, Any]) -> Op[None]:
     """Set data fields (JSON values) field by field, so parallel requests
     setting different fields keep each other's writes. Raises
-    :class:`~webtier.sessions.UnknownSession` without a live session and
-    :class:`~webtier.sessions.DataTooLarge` past the limits."""
+    :class:`~webtier.errors.UnknownSession` without a live session and
+    :class:`~webtier.errors.DataTooLarge` past the limits."""
     yield from update_fields(cfg, token, values)
 
 

@@ -15,11 +15,11 @@ from webtier._core.protocol import (
     read,
     write,
 )
-from webtier._ops.sessions.layout import CLEAN, PICK
 from webtier.config import Config, SessionSettings
 from webtier.errors import (
     InvalidInput,
 )
+from webtier.sessions.layout import CLEAN, PICK
 from webtier.types import SessionCleanReport
 
 # -- the cleaner ----------------------------------------------------------------------------

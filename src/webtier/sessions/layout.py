@@ -42,17 +42,17 @@ from webtier._core.protocol import (
 )
 from webtier._core.scripts import Script
 from webtier.config import Config, SessionSettings
-from webtier.sessions import (
+from webtier.sessions.tokens import (
     check_token,
 )
 
-TOUCH = Script.load("webtier._core.lua", "session_touch", prelude="session_prelude")
-LOGIN = Script.load("webtier._core.lua", "session_login", prelude="session_prelude")
-LOAD = Script.load("webtier._core.lua", "session_load", prelude="session_prelude")
-END = Script.load("webtier._core.lua", "session_end")
-UPDATE = Script.load("webtier._core.lua", "session_update")
-CLEAN = Script.load("webtier._core.lua", "session_clean")
-PICK = Script.load("webtier._core.lua", "session_pick")
+TOUCH = Script.load(__package__, "session_touch", prelude="session_prelude")
+LOGIN = Script.load(__package__, "session_login", prelude="session_prelude")
+LOAD = Script.load(__package__, "session_load", prelude="session_prelude")
+END = Script.load(__package__, "session_end")
+UPDATE = Script.load(__package__, "session_update")
+CLEAN = Script.load(__package__, "session_clean")
+PICK = Script.load(__package__, "session_pick")
 # A full session holds up to `viewed` + this many items between two trims.
 VIEWED_SLACK = TOUCH.constant("SLACK")
 
