@@ -1,7 +1,9 @@
 """The asyncio API: :class:`WebTier` over an asyncio redis-py client.
 
-:mod:`webtier.sync` has the same classes and method names; both
-run the same operations (:mod:`webtier._ops`).
+Each capability's part (``tier.counters``, ``tier.sessions``...) is its
+package's own (``webtier.counters.aio``...); this module only puts them
+together on one transport. :mod:`webtier.sync` has the same classes and
+method names; both run the same operations.
 """
 
 from __future__ import annotations
@@ -9,36 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from webtier._core.drive import AsyncClient, AsyncTransport
-from webtier._core.facade import Part, async_op
-from webtier._ops import deployment as settings
-from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.counters.aio import Counters
+from webtier.deployment.aio import Deployment
 from webtier.pagecache.aio import PageCache
 from webtier.ranking.aio import Ranking
 from webtier.rows.aio import Rows
 from webtier.sessions.aio import Carts, Sessions
 from webtier.stats.aio import Stats
-
-
-class Workers(Part):
-    """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
-
-    alive = async_op(liveness.alive)
-
-
-# -- the deployment's settings --------------------------------------------------------
-
-
-class Deployment(Part):
-    """The settings that decide where the deployment's data lives, stored in
-    Redis by its first writer: see docs/deployment-settings.md. ``check()``
-    once at startup stores them (first writer) or refuses a mismatch."""
-
-    check = async_op(settings.check)
-    stored = async_op(settings.stored)
-    adopt = async_op(settings.adopt)
-    reset = async_op(settings.reset)
+from webtier.workers.aio import Workers
 
 
 class WebTier:

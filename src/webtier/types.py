@@ -1,7 +1,7 @@
 """Every value webtier's public calls return: results, reports and records.
 
 Frozen dataclasses, free of I/O; the operations that build them live in
-``webtier._ops``.
+each capability's package (``webtier.counters.ops``...).
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ class Served:
 @dataclass(frozen=True, slots=True)
 class DeploymentSettings:
     """The settings that decide where a deployment's data lives, as stored in
-    Redis by its first writer (see :mod:`webtier.config.deployment`)."""
+    Redis by its first writer (see :mod:`webtier.deployment.layout`)."""
 
     version: int  # of the key layout they describe
     values: dict[str, int | float | str]  # by name: "sessions.shards" -> 64

@@ -23,13 +23,12 @@ import webtier
 from tests.helpers import all_keys, run_op, run_script, seed, take_load
 from webtier import pagecache
 from webtier._core.protocol import Call, ScriptCall
-from webtier._ops import workers as liveness
 from webtier.config import Config, RowSettings
 from webtier.errors import SourceError
 from webtier.pagecache import BOOK_RULES, CacheRoute, PageRequest, PageRules
 from webtier.rows import FunctionSource
 from webtier.types import Rendered
-from webtier.workers import AsyncWorker, Worker
+from webtier.workers import AsyncWorker, Worker, liveness
 
 pytestmark = pytest.mark.anyio
 

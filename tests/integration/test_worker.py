@@ -16,11 +16,10 @@ import pytest
 import webtier
 from tests.helpers import slow_job
 from webtier._core.protocol import Op, write
-from webtier._ops import workers as liveness
 from webtier.config import Config
 from webtier.testing import RedisServer
 from webtier.types import JobStep
-from webtier.workers import JOBS, AsyncWorker, Job, Worker
+from webtier.workers import JOBS, AsyncWorker, Job, Worker, liveness
 
 NOW = 1_700_000_000
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from webtier import counters, ranking, rows, sessions, stats
 from webtier._core.checks import check_limit
 from webtier._core.protocol import Op
-from webtier._ops import workers as liveness
-from webtier._ops.workers import WorkerInfo
 from webtier.config import ACCESS_TIME, Config
 from webtier.errors import InvalidInput
 from webtier.types import RowStatus, SessionStats, Summary
+from webtier.workers import liveness
+from webtier.workers.liveness import WorkerInfo
 
 # The counters the page cache and the session cleaner keep about themselves.
 PAGECACHE_COUNTERS = {

@@ -1,4 +1,4 @@
-"""Worker jobs and when each runs next: the schedule of :mod:`webtier.workers`.
+"""Worker jobs and when each runs next: the schedule of :mod:`webtier.workers.loop`.
 
 Pure: the schedule reads the time it is given, and says how long to wait;
 a failing job backs off (doubling up to ``BACKOFF_CAP``) and is logged once

@@ -5,7 +5,7 @@ statistic's key from ``stats.period``... A process whose value differs from
 the one the data was written with looks in the wrong place and finds
 nothing: ``webtier sessions --shards 7 stats`` reports 0 sessions while 6
 exist. These settings are stored in Redis by the deployment's first writer
-(:mod:`webtier._ops.deployment`) and checked by the rest.
+(:mod:`webtier.deployment.ops`) and checked by the rest.
 
 Only settings that change a key, or how stored data is read, are here;
 timeouts, limits and batch sizes may differ from one process to the next.

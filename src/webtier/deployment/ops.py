@@ -2,7 +2,7 @@
 
 One JSON string per prefix (``<prefix>:{meta}:settings``, a hash tag of its
 own, so one slot on Cluster), ``{"version": 1, "settings": {...}}``, holding
-the settings that decide where data lives (:mod:`webtier.config.deployment`).
+the settings that decide where data lives (:mod:`webtier.deployment.layout`).
 :func:`check` stores this process's settings with ``SET NX``, so of
 concurrent first writers exactly one wins, then reads back what is stored
 and refuses to go on if it differs. The key has no TTL: it must outlive
@@ -19,7 +19,7 @@ import json
 
 from webtier._core.protocol import Op, Reply, read, write
 from webtier.config import Config
-from webtier.config.deployment import BEFORE_STORED, differences, following, layout
+from webtier.deployment.layout import BEFORE_STORED, differences, following, layout
 from webtier.errors import ConfigError, SettingsMismatch
 from webtier.types import DeploymentSettings
 
