@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from webtier import deployment
 from webtier._core.protocol import Op
@@ -45,11 +45,38 @@ from webtier.workers import liveness
 from webtier.workers.jobs import JOBS
 from webtier.workers.schedule import Job, Schedule
 
-if TYPE_CHECKING:
-    from webtier.aio import WebTier as AsyncWebTier
-    from webtier.sync import WebTier
-
 log = logging.getLogger("webtier.worker")
+T = TypeVar("T")
+
+
+# What a worker runs on: a tier (webtier.sync.WebTier, webtier.aio.WebTier),
+# or anything with its config and a transport that runs operations. Named
+# here, so that the workers' package need not import the facades that
+# assemble its part.
+
+
+class _Runs(Protocol):
+    def run(self, op: Op[T]) -> T: ...
+
+
+class _RunsAsync(Protocol):
+    async def run(self, op: Op[T]) -> T: ...
+
+
+class Tier(Protocol):
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def transport(self) -> _Runs: ...
+
+
+class AsyncTier(Protocol):
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def transport(self) -> _RunsAsync: ...
 
 
 class ColdStop(BaseException):
@@ -198,7 +225,7 @@ class Worker(_WorkerBase):
 
     def __init__(
         self,
-        tier: WebTier,
+        tier: Tier,
         jobs: Sequence[Job] | None = None,
         *,
         heartbeat: float = 5.0,
@@ -260,7 +287,7 @@ class AsyncWorker(_WorkerBase):
 
     def __init__(
         self,
-        tier: AsyncWebTier,
+        tier: AsyncTier,
         jobs: Sequence[Job] | None = None,
         *,
         heartbeat: float = 5.0,
