@@ -75,6 +75,7 @@ COMMON: list[Rule] = [
     Rule(re.compile(r"\basync def\b"), "def"),
     Rule(re.compile(r"\bawait "), ""),
     Rule(re.compile(r"\basync with\b"), "with"),
+    phrase("from webtier.aio import WebTier as AsyncWebTier", "from webtier.sync import WebTier"),
     # Imports: webtier.<capability>.aio -> webtier.<capability>.sync.
     Rule(re.compile(r"(?m)^(from webtier(?:\.\w+)*)\.aio\b"), r"\1.sync"),
     word("aclose", "close"),
@@ -90,6 +91,8 @@ COMMON: list[Rule] = [
     word("AsyncAccessTimer", "AccessTimer"),
     word("AsyncViewAggregator", "ViewAggregator"),
     word("AsyncTopItems", "TopItems"),
+    word("AsyncSession", "Session"),
+    word("AsyncWebTier", "WebTier"),
     # Docstrings.
     phrase(" (create it in a running loop)", ""),
     phrase("\n        Create it in a running loop.", ""),
@@ -217,6 +220,20 @@ PAIRS = [
                 ":mod:`webtier.deployment.sync` is generated from this module",
                 "It is generated from :mod:`webtier.deployment.aio`",
             ),
+        ],
+    ),
+    Pair(
+        SRC / "web" / "sessions" / "aio.py",
+        SRC / "web" / "sessions" / "sync.py",
+        [
+            phrase(
+                "on an asyncio\ntier (the ASGI adapter): :class:`AsyncSession`, each method a"
+                " coroutine.\n:mod:`webtier.web.sessions.sync` is generated from this module\n"
+                "(scripts/unasync.py).",
+                "on a sync tier\n(the WSGI, Flask and Django adapters): :class:`Session`. It is"
+                " generated\nfrom :mod:`webtier.web.sessions.aio` (scripts/unasync.py).",
+            ),
+            phrase("on an asyncio tier (each method a coroutine)", "on a sync tier"),
         ],
     ),
     Pair(
