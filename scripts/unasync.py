@@ -315,10 +315,10 @@ def stale_targets(written: Mapping[Path, str]) -> list[Path]:
     return [t for t, text in written.items() if not t.exists() or t.read_text() != text]
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], read: Callable[[Path], str] = Path.read_text) -> int:
     check = "--check" in argv
     try:
-        written = generate(PAIRS)
+        written = generate(PAIRS, read)
     except StaleRule as error:
         print(f"scripts/unasync.py: {error}", file=sys.stderr)
         return 1
