@@ -33,7 +33,7 @@ import webtier
 from tests.faults.drivers import serving, wait_role
 from tests.faults.figures import Figures
 from tests.faults.harness import eventually
-from tests.helpers import Instrumented, seed, set_stock
+from tests.helpers.rows import Instrumented, seed, set_stock
 from webtier._core.keys import shard_of
 from webtier.config import Config, RetryPolicy
 from webtier.sessions.layout import place

@@ -14,7 +14,7 @@ from werkzeug.test import Client
 
 import webtier
 from tests.faults.workloads import Catalog, wsgi_app
-from tests.helpers import stall
+from tests.helpers.servers import stall
 from webtier import pagecache
 from webtier._core.protocol import Call
 from webtier.config import Config, PageCacheSettings, RetryPolicy

@@ -34,7 +34,9 @@ from werkzeug.test import Client
 
 import webtier
 from tests.faults.harness import Ledger, Loader, eventually
-from tests.helpers import all_keys, asgi_lifespan, seed, set_stock
+from tests.helpers.rows import seed, set_stock
+from tests.helpers.servers import all_keys
+from tests.helpers.web import asgi_lifespan
 from webtier import ranking
 from webtier._core.keys import shard_of
 from webtier.config import Config, RetryPolicy

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_bench_cli
+from tests.helpers.cli import run_bench_cli
 from webtier import capacity
 from webtier.testing import RedisServer
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import _cluster_workloads
-from tests.helpers import run_bench_cli
+from tests.helpers.cli import run_bench_cli
 from webtier.testing import RedisServer
 
 pytestmark = pytest.mark.needs_redis

@@ -12,7 +12,7 @@ import pytest
 
 import webtier
 from benchmarks import _session_workloads as w
-from tests.helpers import run_smoke
+from tests.helpers.cli import run_smoke
 from webtier.testing import RedisServer
 
 pytestmark = pytest.mark.needs_redis

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_smoke
+from tests.helpers.cli import run_smoke
 from webtier.testing import RedisServer
 
 pytestmark = pytest.mark.needs_redis

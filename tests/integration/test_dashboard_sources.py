@@ -16,7 +16,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 import webtier
-from tests.helpers import wait_for
+from tests.helpers.servers import wait_for
 from webtier.config import Config, RowSettings, SessionSettings
 from webtier.pagecache import CacheRoute, PageRules
 from webtier.rows import FunctionSource

@@ -15,7 +15,7 @@ import redis.asyncio
 from redis.crc import key_slot
 
 import webtier
-from tests.helpers import BackgroundLoad, stall, wait_for
+from tests.helpers.servers import BackgroundLoad, stall, wait_for
 from webtier._core.keys import shard_of
 from webtier.config import Config, RetryPolicy
 from webtier.embedded import find_redis_server

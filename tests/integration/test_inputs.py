@@ -46,7 +46,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import webtier
-from tests.helpers import seed
+from tests.helpers.rows import seed
 from webtier import book
 from webtier._core.facade import Part
 from webtier._core.keys import check_name

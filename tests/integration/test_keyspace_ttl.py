@@ -20,7 +20,9 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import all_keys, run_op, run_script, seed, take_load
+from tests.helpers.ops import run_op
+from tests.helpers.rows import seed, take_load
+from tests.helpers.servers import all_keys, run_script
 from webtier import pagecache
 from webtier._core.protocol import Call, ScriptCall
 from webtier.config import Config, RowSettings

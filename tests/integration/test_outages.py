@@ -27,7 +27,8 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 import webtier
-from tests.helpers import BINARIES, serving
+from tests.helpers.servers import BINARIES
+from tests.helpers.web import serving
 from webtier import ranking
 from webtier._core.keys import shard_of
 from webtier.config import Config, PageCacheSettings, RetryPolicy

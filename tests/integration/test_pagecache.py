@@ -24,7 +24,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 import webtier
-from tests.helpers import all_keys
+from tests.helpers.servers import all_keys
 from webtier._core.protocol import Call
 from webtier.config import Config, PageCacheSettings, RetryPolicy
 from webtier.pagecache import CacheRoute, PageRequest, PageRules

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import webtier
-from tests.helpers import all_keys, spawned_pool, stall
+from tests.helpers.servers import all_keys, spawned_pool, stall
 from webtier import book
 from webtier._core.keys import RankingShard
 from webtier.config import Config, RankingSettings

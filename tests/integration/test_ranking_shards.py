@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from redis.crc import key_slot
 
 import webtier
-from tests.helpers import ranking_scores
+from tests.helpers.servers import ranking_scores
 from webtier import ranking
 from webtier._core.keys import item_shard
 from webtier.config import CLUSTER_RANKING_SHARDS, Config, RankingSettings

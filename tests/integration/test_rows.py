@@ -15,16 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import (
-    Instrumented,
-    all_keys,
-    db_row,
-    delete_item,
-    run_script,
-    seed,
-    set_stock,
-    take_load,
-)
+from tests.helpers.rows import Instrumented, db_row, delete_item, seed, set_stock, take_load
+from tests.helpers.servers import all_keys, run_script
 from webtier._core.keys import shard_of
 from webtier.config import Config, RowSettings
 from webtier.demo import shopdb

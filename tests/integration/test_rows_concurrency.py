@@ -29,7 +29,7 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import seed
+from tests.helpers.rows import seed
 from webtier.config import Config, RowSettings
 from webtier.demo import shopdb
 from webtier.rows import Row, Source

@@ -13,7 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import Instrumented, db_row, seed, set_stock, stall
+from tests.helpers.rows import Instrumented, db_row, seed, set_stock
+from tests.helpers.servers import stall
 from webtier.config import Config, RetryPolicy, RowSettings
 from webtier.testing import RedisServer
 from webtier.testing.pgserver import PostgresServer

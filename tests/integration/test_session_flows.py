@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import webtier
-from tests.helpers import all_keys
+from tests.helpers.servers import all_keys
 from webtier import sessions
 from webtier._core.protocol import Op, Step
 from webtier.config import RetryPolicy, SessionSettings

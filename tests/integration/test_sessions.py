@@ -12,7 +12,8 @@ import anyio
 import pytest
 
 import webtier
-from tests.helpers import all_keys, sampled_pick
+from tests.helpers.ops import sampled_pick
+from tests.helpers.servers import all_keys
 from webtier import sessions
 from webtier.config import SessionSettings
 from webtier.errors import (

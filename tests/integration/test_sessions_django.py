@@ -21,7 +21,8 @@ from django.views.decorators.http import require_POST
 
 import webtier
 from tests.faults.figures import FIGURES
-from tests.helpers import BINARIES, described, serving, visit
+from tests.helpers.servers import BINARIES
+from tests.helpers.web import described, serving, visit
 from webtier.config import RetryPolicy
 from webtier.testing import RedisCluster, RedisServer
 

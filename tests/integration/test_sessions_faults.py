@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 import webtier
-from tests.helpers import BackgroundLoad, stall, wait_for
+from tests.helpers.servers import BackgroundLoad, stall, wait_for
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer
 

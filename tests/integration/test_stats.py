@@ -13,7 +13,7 @@ import pytest
 from redis.crc import key_slot
 
 import webtier
-from tests.helpers import all_keys
+from tests.helpers.servers import all_keys
 from webtier.config import Clock, Config, StatsSettings
 from webtier.errors import InvalidInput
 from webtier.stats.histogram import Histogram

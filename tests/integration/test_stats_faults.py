@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import webtier
-from tests.helpers import stall
+from tests.helpers.servers import stall
 from webtier.config import Config, RetryPolicy
 from webtier.stats import access_time
 from webtier.testing import RedisServer

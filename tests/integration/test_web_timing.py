@@ -22,7 +22,8 @@ from starlette.types import Receive, Scope, Send
 from werkzeug.serving import make_server
 
 import webtier
-from tests.helpers import all_keys, asgi_lifespan
+from tests.helpers.servers import all_keys
+from tests.helpers.web import asgi_lifespan
 from webtier.web import timing
 from webtier.web.timing import ROUTE_KEY, UNMATCHED
 from webtier.web.timing import flask as flask_timing

@@ -19,7 +19,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 import webtier
-from tests.helpers import asgi_lifespan
+from tests.helpers.web import asgi_lifespan
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer
 from webtier.web import timing

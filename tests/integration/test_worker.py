@@ -14,7 +14,7 @@ import time
 import pytest
 
 import webtier
-from tests.helpers import slow_job
+from tests.helpers.ops import slow_job
 from webtier._core.protocol import Op, write
 from webtier.config import Config
 from webtier.testing import RedisServer
@@ -87,7 +87,7 @@ COLD = """
 import sys, time, webtier
 from webtier.cli.signals import stop_on_signals
 from webtier.workers import ColdStop, Worker
-from tests.helpers import slow_job
+from tests.helpers.ops import slow_job
 tier = webtier.WebTier(webtier.connect({url!r}), webtier.Config(prefix={prefix!r}))
 worker = Worker(tier, [slow_job(600, "never")], heartbeat=0.1)
 print(worker.id, flush=True)

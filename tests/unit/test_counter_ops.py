@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from tests.helpers import drive
+from tests.helpers.ops import drive
 from webtier import counters
 from webtier._core.protocol import Gather, Request, ScriptCall
 from webtier.config import Config, CounterSettings

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import drive
+from tests.helpers.ops import drive
 from webtier import pagecache
 from webtier._core.protocol import Call, Request, ScriptCall
 from webtier.config import Config, PageCacheSettings, RankingSettings

@@ -7,7 +7,7 @@ import zlib
 import pytest
 from redis.crc import key_slot
 
-from tests.helpers import drive
+from tests.helpers.ops import drive
 from webtier._core.keys import ranking_tag
 from webtier._core.protocol import Gather, Request, ScriptCall
 from webtier.config import Config, RankingSettings

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tests.helpers import drive
+from tests.helpers.ops import drive
 from webtier import rows
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Call, Gather, Request, ScriptCall

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import drive, sampled_pick
+from tests.helpers.ops import drive, sampled_pick
 from webtier import ranking, sessions
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Chain, ScriptCall

@@ -13,7 +13,7 @@ import httpx
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import uvicorn_serving
+from tests.helpers.web import uvicorn_serving
 from webtier.demo import shopdb
 from webtier.demo.shop import ShopSettings, create_app
 
