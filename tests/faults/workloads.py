@@ -728,7 +728,7 @@ class WebPages(Workload):
             self.catalog.version += 1  # the database write, then the invalidation
             self.pending = True
         # Page by page: invalidate_item can miss a page stored while it runs
-        # (tests/faults/test_found.py), which would fail this for that alone.
+        # (tests/faults/test_pagecache_faults.py), which would fail this for that alone.
         for host in HOSTS.values():
             url = f"http://{host}/item?item={self.item}"
             self.tier.pagecache.invalidate(url, None, self.rules)

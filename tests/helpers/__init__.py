@@ -9,6 +9,7 @@ frameworks installed):
 - ``cli``: the ``webtier`` command and the benchmarks' smoke runs (click);
 - ``web``: web apps, servers in a thread, cookies, the session shop
   (Starlette, FastAPI, Flask, uvicorn, httpx);
+- ``django_shop``: the session shop on Django (configures Django);
 - ``shop``: the demo shop served for tests; ``dashboard``: live data for
   the dashboard's tests.
 

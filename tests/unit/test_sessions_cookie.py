@@ -1,6 +1,6 @@
 """The session middlewares' shared core, with no server: cookie signing and
 parsing, cookie attributes, options. The flows run on a server:
-tests/integration/test_session_flows.py."""
+tests/integration/test_sessions_flows.py."""
 
 from __future__ import annotations
 
