@@ -20,7 +20,6 @@ minutes, so that changes nothing that matters.
 from __future__ import annotations
 
 import itertools
-import logging
 import time
 
 from webtier import counters
@@ -30,9 +29,6 @@ from webtier.config import Config
 from webtier.counters.tally import CounterRecording
 from webtier.errors import WebtierError
 from webtier.ranking import ops
-
-log = logging.getLogger("webtier.ranking")
-
 
 # -- in-process aggregation of views --------------------------------------------------
 
