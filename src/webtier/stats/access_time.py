@@ -15,7 +15,6 @@ count of failures) and swallowed. Use ``tier.stats.record()`` to see errors.
 from __future__ import annotations
 
 import time
-from typing import ParamSpec, TypeVar
 
 from webtier._core.keys import check_name
 from webtier._core.protocol import Op
@@ -23,9 +22,6 @@ from webtier._core.throttle import OutageLog
 from webtier.config import ACCESS_TIME, Config
 from webtier.stats import ops
 from webtier.types import Recorded
-
-P = ParamSpec("P")
-T = TypeVar("T")
 
 REPORT_EVERY = 30.0  # seconds between two log lines about failing records
 

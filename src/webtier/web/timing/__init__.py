@@ -13,7 +13,7 @@ responses are timed whole. Recording happens after the response is sent, and
 a failure to record is logged, never raised into the app.
 
 Durations are batched by default: each request adds its own to an
-in-process statistics recorder (:mod:`webtier.statsrecorder`), flushed every
+in-process statistics recorder (:class:`webtier.stats.StatsRecorder`), flushed every
 ``flush_interval`` (0.1) seconds with one script call per route, and on
 shutdown (ASGI: the lifespan's, or ``await middleware.aclose()``; WSGI: at
 exit, or ``middleware.close()``). ``batched=False``: one round trip per
