@@ -100,7 +100,7 @@ def _record(
         ours, theirs = h.loops(
             [
                 Contender(
-                    "webtier counters.ops.record",
+                    "webtier counters.record",
                     partial(w.webtier_record, h.server.url),
                     WEBTIER_RECORD_COMMANDS,
                 ),
@@ -117,7 +117,7 @@ def _record(
 
 
 def record_command(config: Config, name: str) -> Command:
-    """The command ``counters.ops.record(name, 1)`` sends now, as webtier builds it."""
+    """The command ``counters.record(name, 1)`` sends now, as webtier builds it."""
     step = next(counters.ops.record(config, name, 1))
     if not isinstance(step, Request):
         raise TypeError(f"record sent {step!r}, not one request")
@@ -175,7 +175,7 @@ def _reads(h: Harness) -> tuple[Measurement, Measurement]:
     ours_m, theirs_m = h.loops(
         [
             Contender(
-                "webtier counters.ops.get",
+                "webtier counters.get",
                 partial(w.webtier_get, h.server.url, name, READ_PRECISION),
                 READ_COMMANDS,
             ),
@@ -219,7 +219,7 @@ def _cleanup(h: Harness) -> Row:
         unit = "counters/s"
         ours_m, theirs_m = h.passes(
             [
-                Pass("webtier counters.ops.clean", prepare_ours, ours, WEBTIER_CLEAN_COMMANDS),
+                Pass("webtier counters.clean", prepare_ours, ours, WEBTIER_CLEAN_COMMANDS),
                 Pass("book clean_counters", prepare_theirs, theirs, BOOK_CLEAN_COMMANDS),
             ],
             unit,

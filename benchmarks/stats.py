@@ -105,7 +105,7 @@ def _updates(h: Harness) -> dict[int, tuple[Measurement, Measurement, Measuremen
         ours, batched, theirs = h.loops(
             [
                 Contender(
-                    "webtier stats.ops.record",
+                    "webtier stats.record",
                     partial(w.webtier_record, h.server.url),
                     WEBTIER_COMMANDS,
                 ),
@@ -130,7 +130,7 @@ def _cpu(m: Measurement) -> Measurement:
 
 
 def record_command(config: Config) -> Command:
-    """The command ``stats.ops.record`` sends now for the bench's first context."""
+    """The command ``stats.record`` sends now for the bench's first context."""
     step = next(stats.ops.record(config, w.CONTEXTS[0], ACCESS_TIME, w.VALUES[0]))
     if not isinstance(step, Request):
         raise TypeError(f"record sent {step!r}, not one request")
@@ -200,7 +200,7 @@ def _slowest(h: Harness) -> Row:
     size = h.settings.size(SLOWEST_CONTEXTS)
     w.load_webtier(h.server.url, size, 20, histograms=True)
     (ours,) = h.loops(
-        [Contender("webtier stats.ops.slowest(10)", partial(w.webtier_slowest, h.server.url, 10))],
+        [Contender("webtier stats.slowest(10)", partial(w.webtier_slowest, h.server.url, 10))],
         1,
         unit="reads/s",
     )
