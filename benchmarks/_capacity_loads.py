@@ -18,7 +18,7 @@ from benchmarks._cluster_workloads import INVENTORY, tier_on
 from benchmarks._stats_workloads import VALUES
 from webtier._core.protocol import Call
 from webtier.config import ACCESS_TIME
-from webtier.pagerules import BOOK_RULES, PageRequest
+from webtier.pagecache import BOOK_RULES, PageRequest
 from webtier.sync import WebTier
 from webtier.types import Rendered
 

@@ -28,8 +28,8 @@ from webtier import capacity
 from webtier._core.protocol import Call
 from webtier.config import ACCESS_TIME
 from webtier.connect import connect
-from webtier.pagerules import BOOK_RULES, PageRequest
-from webtier.rowsource import FunctionSource
+from webtier.pagecache import BOOK_RULES, PageRequest
+from webtier.rows import FunctionSource
 from webtier.sync import WebTier
 from webtier.types import Rendered
 

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config
 from webtier.connect import connect_async
-from webtier.pagerules import CacheRoute, PageRules
+from webtier.pagecache import CacheRoute, PageRules
 from webtier.web import pagecache
 
 RENDER_SECONDS = 0.020

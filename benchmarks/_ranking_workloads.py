@@ -17,7 +17,7 @@ from functools import partial
 from benchmarks import book
 from benchmarks._counter_workloads import client_on, tier_on
 from benchmarks._loops import Loop
-from webtier._ops import ranking as ranking_ops
+from webtier import ranking
 from webtier.config import Config, RankingSettings
 from webtier.connect import connect
 from webtier.sync import WebTier
@@ -144,7 +144,7 @@ def load_rankings(url: str, book_url: str, items: int, shards: int | None = None
         # As the views would have put them: each item in its shard.
         by_shard: dict[str, dict[str, int]] = {}
         for item, views in scores.items():
-            by_shard.setdefault(ranking_ops.shard_for(tier.config, item).viewed, {})[item] = views
+            by_shard.setdefault(ranking.ops.shard_for(tier.config, item).viewed, {})[item] = views
         for key, found in by_shard.items():
             tier.client.zadd(key, found)
     with client_on(book_url) as conn:

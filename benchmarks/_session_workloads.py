@@ -19,10 +19,10 @@ from benchmarks import book
 from benchmarks._counter_workloads import client_on
 from benchmarks._loops import Loop
 from webtier._core.keys import shard_of
-from webtier._ops.sessions import VIEWED_SLACK, timeouts
 from webtier.config import Config, SessionSettings
 from webtier.connect import connect
-from webtier.sessions import new_session_id, new_token
+from webtier.sessions.layout import VIEWED_SLACK, timeouts
+from webtier.sessions.tokens import new_session_id, new_token
 from webtier.sync import WebTier
 
 ITEMS = tuple(f"item:{i}" for i in range(10_000))

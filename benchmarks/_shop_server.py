@@ -30,12 +30,13 @@ import redis.asyncio.connection
 import redis.connection
 import sqlalchemy as sa
 
-from webtier.histogram import Histogram, bucket_of, sub_buckets_for
+from webtier.config import StatsSettings
+from webtier.stats.histogram import Histogram, bucket_of
 
 FIGURES, RESET = "/_bench/figures", "/_bench/reset"
 TOP_ITEMS = 10_000  # "the top 10,000 items": the book's page cache admission
 SESSION_COOKIES = {"webtier": "webtier_session", "book": "token", "sql": "session"}
-SUB_BUCKETS = sub_buckets_for(0.01)
+SUB_BUCKETS = StatsSettings(relative_error=0.01).sub_buckets
 
 
 @dataclass

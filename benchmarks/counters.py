@@ -23,8 +23,8 @@ from benchmarks import _counter_workloads as w
 from benchmarks import book
 from benchmarks._harness import Contender, Harness, Pass
 from benchmarks._results import Goal, Measurement, Row
+from webtier import counters
 from webtier._core.protocol import Command, Request, ScriptCall
-from webtier._ops import counters
 from webtier.config import Config
 from webtier.types import CounterCleanReport
 
@@ -118,7 +118,7 @@ def _record(
 
 def record_command(config: Config, name: str) -> Command:
     """The command ``counters.record(name, 1)`` sends now, as webtier builds it."""
-    step = next(counters.record(config, name, 1))
+    step = next(counters.ops.record(config, name, 1))
     if not isinstance(step, Request):
         raise TypeError(f"record sent {step!r}, not one request")
     (command,) = step.commands
@@ -129,7 +129,7 @@ def _raw_limits(h: Harness) -> dict[int, tuple[Measurement | None, Measurement |
     h.server.flush()
     name = w.NAMES[0]
     ours = record_command(Config(), name)
-    h.server.admin.script_load(counters.RECORD.source)
+    h.server.admin.script_load(counters.ops.RECORD.source)
     slice_start = int(time.time())
     zadd = ("ZADD", "known:", 0, f"1:{name}")
     hincrby = ("HINCRBY", f"count:1:{name}", slice_start, 1)

@@ -33,7 +33,7 @@ from benchmarks._page_app import BODY, serve
 from benchmarks._results import Goal, Measurement, Row
 from webtier._core.protocol import Call
 from webtier.config import Config
-from webtier.pagerules import BOOK_RULES, PageRequest
+from webtier.pagecache import BOOK_RULES, PageRequest
 from webtier.testing import free_port
 from webtier.types import Rendered
 

@@ -29,10 +29,10 @@ from benchmarks._counter_workloads import client_on
 from benchmarks._harness import Contender, Harness, Pass
 from benchmarks._loops import Loop
 from benchmarks._results import Goal, Measurement, Row
+from webtier import sessions
 from webtier._core.protocol import Chain, Command, ScriptCall
-from webtier._ops import sessions as session_ops
 from webtier.config import Config
-from webtier.ranking import ViewCounter
+from webtier.ranking.views import ViewCounter
 
 TITLE = "webtier bench sessions"
 
@@ -131,10 +131,10 @@ def _raw_limits(h: Harness) -> dict[int, Measurement | None]:
     # which counts the view itself.
     views = ViewCounter(config, one_node=True)
     views.upkeep_due(w.ITEMS[0])
-    step = next(session_ops.touch(config, token, item=w.ITEMS[0], views=views))
+    step = next(sessions.ops.touch(config, token, item=w.ITEMS[0], views=views))
     if not isinstance(step, Chain):
         raise TypeError(f"touch sent {step!r}, not a chain of requests")
-    h.server.admin.script_load(session_ops.TOUCH.source)
+    h.server.admin.script_load(sessions.layout.TOUCH.source)
     commands: list[tuple[Command, float]] = []
     for request in step.requests:
         (command,) = request.commands

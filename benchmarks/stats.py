@@ -24,10 +24,10 @@ from functools import partial
 from benchmarks import _stats_workloads as w
 from benchmarks._harness import Contender, Harness
 from benchmarks._results import Goal, Measurement, Row
+from webtier import stats
 from webtier._core.protocol import Command, Request, ScriptCall
-from webtier._ops import stats
 from webtier.config import ACCESS_TIME, Config
-from webtier.histogram import bucket_of
+from webtier.stats.histogram import bucket_of
 
 TITLE = "webtier bench stats"
 
@@ -131,7 +131,7 @@ def _cpu(m: Measurement) -> Measurement:
 
 def record_command(config: Config) -> Command:
     """The command ``stats.record`` sends now for the bench's first context."""
-    step = next(stats.record(config, w.CONTEXTS[0], ACCESS_TIME, w.VALUES[0]))
+    step = next(stats.ops.record(config, w.CONTEXTS[0], ACCESS_TIME, w.VALUES[0]))
     if not isinstance(step, Request):
         raise TypeError(f"record sent {step!r}, not one request")
     (command,) = step.commands
@@ -140,7 +140,7 @@ def record_command(config: Config) -> Command:
 
 def _raw_limits(h: Harness) -> dict[int, Measurement | None]:
     h.server.flush()
-    h.server.admin.script_load(stats.RECORD.source)
+    h.server.admin.script_load(stats.ops.RECORD.source)
     command = record_command(Config(stats=w.settings()))
     note = "the same context and value every time; at the turn of the hour, a refused guess"
     return {

@@ -33,7 +33,8 @@ Which targets and APIs a test runs on (``pytest_generate_tests``):
 
 With ``WEBTIER_REQUIRE_ALL=1`` (set by ``.ci/run``) a skipped test fails: a
 test of a real component must run in CI, never skip. Helpers shared by
-test modules live in ``tests/helpers.py``, fixtures here.
+test modules live in ``tests/helpers/`` (one module per thing they need:
+nothing here imports a web framework), fixtures here.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ import redis.asyncio.cluster
 import redis.cluster
 
 import webtier
-from tests.helpers import BINARIES, TARGETS, InThread, all_keys
+from tests.helpers.ops import InThread
+from tests.helpers.servers import BINARIES, TARGETS, all_keys
 from webtier.testing import RedisCluster, RedisServer
 
 REQUIRE_ALL = os.environ.get("WEBTIER_REQUIRE_ALL") == "1"
@@ -357,7 +359,7 @@ POSTGRES_URL = os.environ.get("WEBTIER_TEST_POSTGRES_URL")
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A PostgreSQL of the suite's own (webtier.pgserver), or the external one."""
+    """A PostgreSQL of the suite's own (webtier.testing.pgserver), or the external one."""
     if POSTGRES_URL:
         yield POSTGRES_URL
         return

@@ -22,6 +22,7 @@ from webtier.config import (
     StatsSettings,
 )
 from webtier.connect import connect, connect_async, disconnect, open, open_async
+from webtier.counters import AsyncRecorder, Recorder
 from webtier.embedded import EmbeddedRedis
 from webtier.errors import (
     BadToken,
@@ -43,14 +44,17 @@ from webtier.errors import (
     UserMismatch,
     WebtierError,
 )
-from webtier.histogram import Histogram
-from webtier.pagerules import CacheRoute, PageRequest, PageRules, RankAdmission, SetAdmission
+from webtier.pagecache import CacheRoute, PageRequest, PageRules, RankAdmission, SetAdmission
 from webtier.ranking import AsyncTopItems, AsyncViewAggregator, TopItems, ViewAggregator
-from webtier.recorder import AsyncRecorder, Recorder
-from webtier.rowsource import FunctionSource, Source
-from webtier.statsrecorder import AsyncStatsRecorder, StatsRecorder
+from webtier.rows import FunctionSource, Source
+from webtier.stats import (
+    AccessTimer,
+    AsyncAccessTimer,
+    AsyncStatsRecorder,
+    Histogram,
+    StatsRecorder,
+)
 from webtier.sync import WebTier
-from webtier.timing import AccessTimer, AsyncAccessTimer
 from webtier.types import (
     CacheStatus,
     CartChange,

@@ -1,212 +1,26 @@
 """The asyncio API: :class:`WebTier` over an asyncio client, webtier's own
 (:func:`webtier.connect_async`) or redis-py's.
 
-:mod:`webtier.sync` has the same classes and method names; both
-run the same operations (:mod:`webtier._ops`).
+Each capability's part (``tier.counters``, ``tier.sessions``...) is its
+package's own (``webtier.counters.aio``...); this module only puts them
+together on one transport. :mod:`webtier.sync` has the same classes and
+method names; both run the same operations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
 from typing import Any
 
-from webtier._core.facade import Part, async_op
 from webtier._core.mux import AnyAsyncClient, async_transport
-from webtier._core.protocol import Request
-from webtier._core.sessions_part import SessionsPart
-from webtier._ops import carts as cart_ops
-from webtier._ops import counters
-from webtier._ops import deployment as settings
-from webtier._ops import pagecache as pages
-from webtier._ops import ranking as views
-from webtier._ops import rows as row_ops
-from webtier._ops import sessions as session_ops
-from webtier._ops import stats as statistics
-from webtier._ops import workers as liveness
-from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
-from webtier.ranking import AsyncTopItems, AsyncViewAggregator, ViewCounter
-from webtier.recorder import AsyncRecorder
-from webtier.statsrecorder import AsyncStatsRecorder
-from webtier.timing import AsyncAccessTimer
-
-
-class Counters(Part):
-    """Time-series counters at several precisions (Redis in Action 5.2.1)."""
-
-    record = async_op(counters.record)
-    get = async_op(counters.get)
-    get_many = async_op(counters.get_many)
-    names = async_op(counters.names)
-    clean = async_op(counters.clean)
-
-    def recorder(self, *, flush_interval: float = 0.1, max_pending: int = 10_000) -> AsyncRecorder:
-        """A batched recorder for hot counters (create it in a running loop):
-        see :class:`webtier.recorder.AsyncRecorder`."""
-        return AsyncRecorder(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
-
-
-class Stats(Part):
-    """Statistics per context, type and period, with percentiles and a
-    ranking of the slowest contexts (Redis in Action 5.2.2-5.2.3)."""
-
-    record = async_op(statistics.record)
-    get = async_op(statistics.get)
-    get_many = async_op(statistics.get_many)
-    series = async_op(statistics.series)
-    series_many = async_op(statistics.series_many)
-    slowest = async_op(statistics.slowest)
-
-    def access_time(self, context: str) -> AsyncAccessTimer:
-        """Time a block (``async with``) or each call of a coroutine function (decorator)
-        as ``context``'s ``AccessTime``, even when it raises: see
-        :mod:`webtier.timing`."""
-        return AsyncAccessTimer(self._run, self._config, context)
-
-    def recorder(
-        self, *, flush_interval: float = 0.1, max_pending: int = 10_000
-    ) -> AsyncStatsRecorder:
-        """A batched recorder of statistics (create it in a running loop):
-        one script call per (context, type) per flush instead of a round
-        trip per value; see :mod:`webtier.statsrecorder`."""
-        return AsyncStatsRecorder(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
-
-
-class Workers(Part):
-    """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
-
-    alive = async_op(liveness.alive)
-
-
-# -- item view ranking ----------------------------------------------------------------
-
-
-class Ranking(Part):
-    """Item views ranked by count (Redis in Action 2.5): see docs/ranking.md."""
-
-    rank = async_op(views.rank)
-    top = async_op(views.top)
-    rescale = async_op(views.rescale)
-
-    def __init__(self, run: Any, config: Config, one_node: bool) -> None:
-        super().__init__(run, config)
-        # How this tier counts views (sessions count theirs through it too).
-        self.views = ViewCounter(config, one_node)
-
-    def view_requests(self, item: str) -> tuple[Request, ...]:
-        """The requests that count one view of ``item``, for other parts to
-        send in their own round trip; ``()`` while an aggregator is open,
-        which counted it in process."""
-        return self.views.requests(item)
-
-    def record_view(self, item: str) -> Coroutine[Any, Any, None]:
-        """Count one view of ``item`` (in process while an aggregator is open)."""
-        return self._run(views.send(self.view_requests(item)))  # type: ignore[no-any-return]
-
-    def aggregator(
-        self, *, flush_interval: float = 1.0, max_pending: int = 100_000
-    ) -> AsyncViewAggregator:
-        """Count views in process from now on, flushed every ``flush_interval``
-        seconds (see :mod:`webtier.ranking`); close it to count in Redis again.
-        The one opened last counts (close the one it replaces).
-        Create it in a running loop."""
-        aggregator = AsyncViewAggregator(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
-        self.views.aggregator = aggregator
-        return aggregator
-
-    def top_items(self, n: int = 10_000, *, refresh: float = 5.0) -> AsyncTopItems:
-        """A client-side copy of the ``n`` most viewed items, refreshed every
-        ``refresh`` seconds, for admission checks without a round trip.
-        Create it in a running loop."""
-        return AsyncTopItems(self._run, self._config, n, refresh)
-
-
-# -- row cache ---------------------------------------------------------------------------
-
-
-class Rows(Part):
-    """Database rows kept fresh in Redis (Redis in Action 2.4): see docs/rows.md."""
-
-    schedule = async_op(row_ops.schedule)
-    unschedule = async_op(row_ops.unschedule)
-    get = async_op(row_ops.get)
-    get_many = async_op(row_ops.get_many)
-    invalidate = async_op(row_ops.invalidate)
-    refresh_now = async_op(row_ops.refresh_now)
-    refresh_due = async_op(refresh_ops.refresh_due)
-    status = async_op(row_ops.status)
-
-
-# -- page cache ----------------------------------------------------------------------------
-
-
-class PageCache(Part):
-    """Whole pages kept in Redis (Redis in Action 2.3): see docs/pagecache.md.
-    Pages are served by the middleware (:mod:`webtier.web.pagecache`);
-    these drop them."""
-
-    serve = async_op(pages.serve)
-    invalidate = async_op(pages.invalidate)
-    invalidate_item = async_op(pages.invalidate_item)
-    invalidate_all = async_op(pages.invalidate_all)
-
-
-# -- sessions and carts ---------------------------------------------------------------
-
-
-class Sessions(SessionsPart):
-    """Login sessions with recently viewed items (Redis in Action 2.1): see docs/sessions.md."""
-
-    new = async_op(session_ops.new)
-    check = async_op(session_ops.check)
-    info = async_op(session_ops.info)
-    login = async_op(session_ops.login)
-    logout = async_op(session_ops.logout)
-    of_user = async_op(session_ops.of_user)
-    revoke = async_op(session_ops.revoke)
-    revoke_all = async_op(session_ops.revoke_all)
-    data = async_op(session_ops.data)
-    update = async_op(session_ops.update)
-    discard = async_op(session_ops.discard)
-    recently_viewed = async_op(session_ops.recently_viewed)
-    clean = async_op(session_ops.clean)
-    stats = async_op(session_ops.stats)
-
-    async def touch(self, token: str, *, user: str | None = None, item: str | None = None) -> bool:
-        """The book's ``update_token`` for a live session: last seen, the user
-        (when given), the viewed ``item`` and its view count, in one round
-        trip; ``False`` when there is no such session (strict mode never
-        creates one)."""
-        result: bool = await self._run(self._touch(token, user, item))
-        return result
-
-
-class Carts(Part):
-    """Shopping carts, item -> count, per session (Redis in Action 2.2)."""
-
-    set = async_op(cart_ops.set)
-    get = async_op(cart_ops.get)
-    clear = async_op(cart_ops.clear)
-
-
-# -- the deployment's settings --------------------------------------------------------
-
-
-class Deployment(Part):
-    """The settings that decide where the deployment's data lives, stored in
-    Redis by its first writer: see docs/deployment-settings.md. ``check()``
-    once at startup stores them (first writer) or refuses a mismatch."""
-
-    check = async_op(settings.check)
-    stored = async_op(settings.stored)
-    adopt = async_op(settings.adopt)
-    reset = async_op(settings.reset)
+from webtier.counters.aio import Counters
+from webtier.deployment.aio import Deployment
+from webtier.pagecache.aio import PageCache
+from webtier.ranking.aio import Ranking
+from webtier.rows.aio import Rows
+from webtier.sessions.aio import Carts, Sessions
+from webtier.stats.aio import Stats
+from webtier.workers.aio import Workers
 
 
 class WebTier:

@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 from webtier._core.protocol import Call
 from webtier.config import Config, RankingSettings, SessionSettings
 from webtier.errors import ConfigError, RedisUnavailable
-from webtier.pagerules import BOOK_RULES, PageRequest
-from webtier.rowsource import FunctionSource, Row, Source
+from webtier.pagecache import BOOK_RULES, PageRequest
+from webtier.rows import FunctionSource, Row, Source
+from webtier.stats import AccessTimer
 from webtier.sync import WebTier
-from webtier.timing import AccessTimer
 from webtier.types import RefreshReport, Rendered
 from webtier.workers import JOBS, Worker
 
@@ -115,7 +115,7 @@ def cache_rows(
     """The row caching daemon (Listing 2.8): refresh scheduled rows as they
     come due. ``load(row_id)`` returns the row as a dict, or ``None`` when
     it no longer exists (the book's ``Inventory.get``); a
-    :class:`~webtier.rowsource.SqlSource` also works, and loads many rows a
+    :class:`~webtier.rows.sql.SqlSource` also works, and loads many rows a
     query. ``once=True`` refreshes what is due now and returns a report."""
     loader = load if isinstance(load, Source) else FunctionSource(BOOK_ROWS, load)
     base = tier_for(conn).config

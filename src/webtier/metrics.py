@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from webtier import overview
 from webtier._core.extras import extra_needed
 from webtier._core.protocol import Op
-from webtier._ops import overview
 from webtier.config import Config
 from webtier.errors import WebtierError
 from webtier.types import RowStatus, Summary

@@ -1,8 +1,10 @@
-# Generated from aio.py by scripts/unasync.py: edit aio.py, then run the script.
+# Generated from src/webtier/aio.py by scripts/unasync.py: do not edit.
 """The sync API: :class:`WebTier` over a sync redis-py client.
 
-:mod:`webtier.aio` has the same classes and method names for asyncio; both
-run the same operations (:mod:`webtier._ops`).
+Each capability's part (``tier.counters``, ``tier.sessions``...) is its
+package's own (``webtier.counters.sync``...); this module only puts them
+together on one transport. :mod:`webtier.aio` has the same classes and
+method names for asyncio; both run the same operations.
 """
 
 from __future__ import annotations
@@ -10,198 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from webtier._core.drive import SyncClient, SyncTransport
-from webtier._core.facade import Part, sync_op
-from webtier._core.protocol import Request
-from webtier._core.sessions_part import SessionsPart
-from webtier._ops import carts as cart_ops
-from webtier._ops import counters
-from webtier._ops import deployment as settings
-from webtier._ops import pagecache as pages
-from webtier._ops import ranking as views
-from webtier._ops import rows as row_ops
-from webtier._ops import sessions as session_ops
-from webtier._ops import stats as statistics
-from webtier._ops import workers as liveness
-from webtier._ops.rows import refresh as refresh_ops
 from webtier.config import Config
-from webtier.ranking import TopItems, ViewAggregator, ViewCounter
-from webtier.recorder import Recorder
-from webtier.statsrecorder import StatsRecorder
-from webtier.timing import AccessTimer
-
-
-class Counters(Part):
-    """Time-series counters at several precisions (Redis in Action 5.2.1)."""
-
-    record = sync_op(counters.record)
-    get = sync_op(counters.get)
-    get_many = sync_op(counters.get_many)
-    names = sync_op(counters.names)
-    clean = sync_op(counters.clean)
-
-    def recorder(self, *, flush_interval: float = 0.1, max_pending: int = 10_000) -> Recorder:
-        """A batched recorder for hot counters:
-        see :class:`webtier.recorder.Recorder`."""
-        return Recorder(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
-
-
-class Stats(Part):
-    """Statistics per context, type and period, with percentiles and a
-    ranking of the slowest contexts (Redis in Action 5.2.2-5.2.3)."""
-
-    record = sync_op(statistics.record)
-    get = sync_op(statistics.get)
-    get_many = sync_op(statistics.get_many)
-    series = sync_op(statistics.series)
-    series_many = sync_op(statistics.series_many)
-    slowest = sync_op(statistics.slowest)
-
-    def access_time(self, context: str) -> AccessTimer:
-        """Time a block (``with``) or each call of a function (decorator)
-        as ``context``'s ``AccessTime``, even when it raises: see
-        :mod:`webtier.timing`."""
-        return AccessTimer(self._run, self._config, context)
-
-    def recorder(self, *, flush_interval: float = 0.1, max_pending: int = 10_000) -> StatsRecorder:
-        """A batched recorder of statistics:
-        one script call per (context, type) per flush instead of a round
-        trip per value; see :mod:`webtier.statsrecorder`."""
-        return StatsRecorder(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
-
-
-class Workers(Part):
-    """Maintenance workers that announce themselves (see :mod:`webtier.workers`)."""
-
-    alive = sync_op(liveness.alive)
-
-
-# -- item view ranking ----------------------------------------------------------------
-
-
-class Ranking(Part):
-    """Item views ranked by count (Redis in Action 2.5): see docs/ranking.md."""
-
-    rank = sync_op(views.rank)
-    top = sync_op(views.top)
-    rescale = sync_op(views.rescale)
-
-    def __init__(self, run: Any, config: Config, one_node: bool) -> None:
-        super().__init__(run, config)
-        # How this tier counts views (sessions count theirs through it too).
-        self.views = ViewCounter(config, one_node)
-
-    def view_requests(self, item: str) -> tuple[Request, ...]:
-        """The requests that count one view of ``item``, for other parts to
-        send in their own round trip; ``()`` while an aggregator is open,
-        which counted it in process."""
-        return self.views.requests(item)
-
-    def record_view(self, item: str) -> None:
-        """Count one view of ``item`` (in process while an aggregator is open)."""
-        return self._run(views.send(self.view_requests(item)))  # type: ignore[no-any-return]
-
-    def aggregator(
-        self, *, flush_interval: float = 1.0, max_pending: int = 100_000
-    ) -> ViewAggregator:
-        """Count views in process from now on, flushed every ``flush_interval``
-        seconds (see :mod:`webtier.ranking`); close it to count in Redis again.
-        The one opened last counts (close the one it replaces)."""
-        aggregator = ViewAggregator(
-            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
-        )
-        self.views.aggregator = aggregator
-        return aggregator
-
-    def top_items(self, n: int = 10_000, *, refresh: float = 5.0) -> TopItems:
-        """A client-side copy of the ``n`` most viewed items, refreshed every
-        ``refresh`` seconds, for admission checks without a round trip."""
-        return TopItems(self._run, self._config, n, refresh)
-
-
-# -- row cache ---------------------------------------------------------------------------
-
-
-class Rows(Part):
-    """Database rows kept fresh in Redis (Redis in Action 2.4): see docs/rows.md."""
-
-    schedule = sync_op(row_ops.schedule)
-    unschedule = sync_op(row_ops.unschedule)
-    get = sync_op(row_ops.get)
-    get_many = sync_op(row_ops.get_many)
-    invalidate = sync_op(row_ops.invalidate)
-    refresh_now = sync_op(row_ops.refresh_now)
-    refresh_due = sync_op(refresh_ops.refresh_due)
-    status = sync_op(row_ops.status)
-
-
-# -- page cache ----------------------------------------------------------------------------
-
-
-class PageCache(Part):
-    """Whole pages kept in Redis (Redis in Action 2.3): see docs/pagecache.md.
-    Pages are served by the middleware (:mod:`webtier.web.pagecache`);
-    these drop them."""
-
-    serve = sync_op(pages.serve)
-    invalidate = sync_op(pages.invalidate)
-    invalidate_item = sync_op(pages.invalidate_item)
-    invalidate_all = sync_op(pages.invalidate_all)
-
-
-# -- sessions and carts ---------------------------------------------------------------
-
-
-class Sessions(SessionsPart):
-    """Login sessions with recently viewed items (Redis in Action 2.1): see docs/sessions.md."""
-
-    new = sync_op(session_ops.new)
-    check = sync_op(session_ops.check)
-    info = sync_op(session_ops.info)
-    login = sync_op(session_ops.login)
-    logout = sync_op(session_ops.logout)
-    of_user = sync_op(session_ops.of_user)
-    revoke = sync_op(session_ops.revoke)
-    revoke_all = sync_op(session_ops.revoke_all)
-    data = sync_op(session_ops.data)
-    update = sync_op(session_ops.update)
-    discard = sync_op(session_ops.discard)
-    recently_viewed = sync_op(session_ops.recently_viewed)
-    clean = sync_op(session_ops.clean)
-    stats = sync_op(session_ops.stats)
-
-    def touch(self, token: str, *, user: str | None = None, item: str | None = None) -> bool:
-        """The book's ``update_token`` for a live session: last seen, the user
-        (when given), the viewed ``item`` and its view count, in one round
-        trip; ``False`` when there is no such session (strict mode never
-        creates one)."""
-        result: bool = self._run(self._touch(token, user, item))
-        return result
-
-
-class Carts(Part):
-    """Shopping carts, item -> count, per session (Redis in Action 2.2)."""
-
-    set = sync_op(cart_ops.set)
-    get = sync_op(cart_ops.get)
-    clear = sync_op(cart_ops.clear)
-
-
-# -- the deployment's settings --------------------------------------------------------
-
-
-class Deployment(Part):
-    """The settings that decide where the deployment's data lives, stored in
-    Redis by its first writer: see docs/deployment-settings.md. ``check()``
-    once at startup stores them (first writer) or refuses a mismatch."""
-
-    check = sync_op(settings.check)
-    stored = sync_op(settings.stored)
-    adopt = sync_op(settings.adopt)
-    reset = sync_op(settings.reset)
+from webtier.counters.sync import Counters
+from webtier.deployment.sync import Deployment
+from webtier.pagecache.sync import PageCache
+from webtier.ranking.sync import Ranking
+from webtier.rows.sync import Rows
+from webtier.sessions.sync import Carts, Sessions
+from webtier.stats.sync import Stats
+from webtier.workers.sync import Workers
 
 
 class WebTier:

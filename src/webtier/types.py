@@ -1,7 +1,7 @@
 """Every value webtier's public calls return: results, reports and records.
 
 Frozen dataclasses, free of I/O; the operations that build them live in
-``webtier._ops``.
+each capability's package (``webtier.counters.ops``...).
 """
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from webtier.histogram import Histogram
+if TYPE_CHECKING:
+    # Only for the annotations: the statistics' package sits above this module.
+    from webtier.stats.histogram import Histogram
 
 CacheStatus = Literal["HIT", "MISS", "STALE"]  # how the page cache answered
 
@@ -279,7 +281,7 @@ class Served:
 @dataclass(frozen=True, slots=True)
 class DeploymentSettings:
     """The settings that decide where a deployment's data lives, as stored in
-    Redis by its first writer (see :mod:`webtier.config.deployment`)."""
+    Redis by its first writer (see :mod:`webtier.deployment.layout`)."""
 
     version: int  # of the key layout they describe
     values: dict[str, int | float | str]  # by name: "sessions.shards" -> 64

@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 
-from tests.helpers import BINARIES
+from tests.helpers.servers import BINARIES
 from webtier.testing import RedisServer, free_port
 
 # Every write acknowledged is on disk first: a kill -9 loses nothing acknowledged.

@@ -33,10 +33,10 @@ import webtier
 from tests.faults.drivers import serving, wait_role
 from tests.faults.figures import Figures
 from tests.faults.harness import eventually
-from tests.helpers import Instrumented, seed, set_stock
+from tests.helpers.rows import Instrumented, seed, set_stock
 from webtier._core.keys import shard_of
-from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
+from webtier.sessions.layout import place
 from webtier.testing import RedisCluster, RedisServer
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run

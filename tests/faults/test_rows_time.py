@@ -25,7 +25,7 @@ from tests.faults.figures import Figures
 from tests.faults.runner import run
 from tests.faults.servers import DURABLE, start_server
 from tests.faults.workloads import Rows
-from tests.helpers import Instrumented, seed, set_stock
+from tests.helpers.rows import Instrumented, seed, set_stock
 from webtier.config import Config
 from webtier.testing.pgserver import PostgresServer
 

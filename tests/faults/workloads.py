@@ -34,14 +34,16 @@ from werkzeug.test import Client
 
 import webtier
 from tests.faults.harness import Ledger, Loader, eventually
-from tests.helpers import all_keys, asgi_lifespan, seed, set_stock
+from tests.helpers.rows import seed, set_stock
+from tests.helpers.servers import all_keys
+from tests.helpers.web import asgi_lifespan
+from webtier import ranking
 from webtier._core.keys import shard_of
-from webtier._ops import ranking as ranking_ops
-from webtier._ops.sessions import place
 from webtier.config import Config, RetryPolicy
 from webtier.errors import UnknownSession
-from webtier.pagerules import CacheRoute, PageRules
-from webtier.sqlsource import SqlSource
+from webtier.pagecache import CacheRoute, PageRules
+from webtier.rows.sql import SqlSource
+from webtier.sessions.layout import place
 from webtier.web import pagecache, sessions, timing
 from webtier.web.pagecache import flask as flask_pagecache
 from webtier.web.sessions import SessionOptions
@@ -296,7 +298,7 @@ class Ranking(Workload):
     @staticmethod
     def fixed_route(cfg: Config) -> str | None:
         # The shard of the first item, as a Cluster's tier lays the ranking out.
-        return ranking_ops.shard_for(cfg.for_client(cluster=True), "item-sync").route
+        return ranking.ops.shard_for(cfg.for_client(cluster=True), "item-sync").route
 
     def setup(self) -> None:
         self.tier = self.env.tier()
@@ -726,7 +728,7 @@ class WebPages(Workload):
             self.catalog.version += 1  # the database write, then the invalidation
             self.pending = True
         # Page by page: invalidate_item can miss a page stored while it runs
-        # (tests/faults/test_found.py), which would fail this for that alone.
+        # (tests/faults/test_pagecache_faults.py), which would fail this for that alone.
         for host in HOSTS.values():
             url = f"http://{host}/item?item={self.item}"
             self.tier.pagecache.invalidate(url, None, self.rules)

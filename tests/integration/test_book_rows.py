@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tests.helpers import db_row, seed
+from tests.helpers.rows import db_row, seed
 from webtier import book
 
 

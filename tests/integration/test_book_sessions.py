@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import all_keys
+from tests.helpers.servers import all_keys
 from webtier import book
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import webtier
-from tests.helpers import webtier_cli
+from tests.helpers.cli import webtier_cli
 
 pytestmark = pytest.mark.onlynoncluster  # option parsing, not routing
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import webtier
-from tests.helpers import wait_for
+from tests.helpers.servers import wait_for
 from webtier.testing import RedisServer
 
 pytestmark = pytest.mark.timeout(180)

@@ -15,8 +15,9 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import wait_for, webtier_cli
-from tests.shop_helpers import serving, stocked
+from tests.helpers.cli import webtier_cli
+from tests.helpers.servers import wait_for
+from tests.helpers.shop import serving, stocked
 from webtier.cli import main
 from webtier.cli.output import schema
 from webtier.workers import Worker

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from tests.shop_helpers import serving, stocked
+from tests.helpers.shop import serving, stocked
 from webtier.testing import free_port
 
 

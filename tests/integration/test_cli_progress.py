@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import webtier
-from tests.helpers import webtier_cli
+from tests.helpers.cli import webtier_cli
 
 pytestmark = pytest.mark.onlynoncluster  # what the terminal shows, not routing
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import webtier
-from tests.helpers import webtier_cli
+from tests.helpers.cli import webtier_cli
 
 pytestmark = [pytest.mark.onlynoncluster, pytest.mark.usefixtures("steady_hour")]
 

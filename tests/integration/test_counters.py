@@ -10,7 +10,7 @@ import redis.cluster
 from redis.crc import key_slot
 
 import webtier
-from tests.helpers import all_keys
+from tests.helpers.servers import all_keys
 from webtier._core.keys import shard_of
 from webtier.config import Config, CounterSettings, Precision
 from webtier.errors import InvalidInput

@@ -20,8 +20,9 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 import webtier
-from tests.dashboard_traffic import traffic, traffic_config
-from tests.helpers import BINARIES, uvicorn_serving
+from tests.helpers.dashboard import traffic, traffic_config
+from tests.helpers.servers import BINARIES
+from tests.helpers.web import uvicorn_serving
 from webtier.testing import RedisServer
 from webtier.web.dashboard import dashboard
 

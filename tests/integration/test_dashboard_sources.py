@@ -16,10 +16,10 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 import webtier
-from tests.helpers import wait_for
+from tests.helpers.servers import wait_for
 from webtier.config import Config, RowSettings, SessionSettings
-from webtier.pagerules import CacheRoute, PageRules
-from webtier.rowsource import FunctionSource
+from webtier.pagecache import CacheRoute, PageRules
+from webtier.rows import FunctionSource
 from webtier.web import pagecache
 from webtier.workers import JOBS, SESSIONS_CLEANED, Worker
 

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 import webtier
-from tests.helpers import servers_for, wait_until
+from tests.helpers.servers import servers_for, wait_until
 from webtier.embedded import EmbeddedRedis, bundled_redis_server
 from webtier.errors import EmbeddedServerError
 

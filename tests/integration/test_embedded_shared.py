@@ -16,7 +16,7 @@ from pathlib import Path
 import redis
 from click.testing import CliRunner
 
-from tests.helpers import servers_for, wait_until
+from tests.helpers.servers import servers_for, wait_until
 from webtier.cli import main
 from webtier.embedded import EmbeddedRedis
 from webtier.embedded.leases import live_leases

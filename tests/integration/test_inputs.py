@@ -46,14 +46,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import webtier
-from tests.helpers import seed
+from tests.helpers.rows import seed
 from webtier import book
 from webtier._core.facade import Part
 from webtier._core.keys import check_name
 from webtier._core.protocol import Call
 from webtier.errors import InvalidInput, RedisUnavailable, ServerError, WebtierError
-from webtier.pagerules import BOOK_RULES, PageRequest, Plan
-from webtier.rowsource import FunctionSource, Source
+from webtier.pagecache import BOOK_RULES, PageRequest, Plan
+from webtier.rows import FunctionSource, Source
 from webtier.types import Rendered
 
 pytestmark = pytest.mark.anyio

@@ -20,15 +20,17 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import all_keys, run_op, run_script, seed, take_load
+from tests.helpers.ops import run_op
+from tests.helpers.rows import seed, take_load
+from tests.helpers.servers import all_keys, run_script
+from webtier import pagecache
 from webtier._core.protocol import Call, ScriptCall
-from webtier._ops import pagecache as page_ops
-from webtier._ops import workers as liveness
 from webtier.config import Config, RowSettings
 from webtier.errors import SourceError
-from webtier.pagerules import BOOK_RULES, CacheRoute, PageRequest, PageRules
-from webtier.rowsource import FunctionSource
-from webtier.workers import AsyncWorker, Worker
+from webtier.pagecache import BOOK_RULES, CacheRoute, PageRequest, PageRules
+from webtier.rows import FunctionSource
+from webtier.types import Rendered
+from webtier.workers import AsyncWorker, Worker, liveness
 
 pytestmark = pytest.mark.anyio
 
@@ -71,9 +73,7 @@ BOUNDED: dict[str, str] = {
 }
 
 PATTERNS = {name: re.compile(pattern) for name, pattern in FAMILIES.items()}
-PAGE = page_ops.Rendered(
-    200, (("content-type", "text/plain"), ("content-length", "4")), b"page", 300.0
-)
+PAGE = Rendered(200, (("content-type", "text/plain"), ("content-length", "4")), b"page", 300.0)
 
 
 def family(rest: str) -> str:
@@ -176,7 +176,7 @@ async def write_pages(tier: Any, config: Config, redis_url: str) -> None:
     cold = plan_of(config, "http://shop.test/cold", rules)
     shard = cold.shard
     keys = (shard.page(cold.digest), shard.lock(cold.digest), shard.gen)
-    run_script(redis_url, ScriptCall(page_ops.CLAIM, keys, ("miss", "dead", 60_000)))
+    run_script(redis_url, ScriptCall(pagecache.ops.CLAIM, keys, ("miss", "dead", 60_000)))
 
 
 async def write_rows(

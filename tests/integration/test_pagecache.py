@@ -24,10 +24,10 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 import webtier
-from tests.helpers import all_keys
+from tests.helpers.servers import all_keys
 from webtier._core.protocol import Call
 from webtier.config import Config, PageCacheSettings, RetryPolicy
-from webtier.pagerules import CacheRoute, PageRequest, PageRules
+from webtier.pagecache import CacheRoute, PageRequest, PageRules
 from webtier.testing import RedisServer
 from webtier.types import Rendered, Served
 from webtier.web import pagecache

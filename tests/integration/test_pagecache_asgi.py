@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 import webtier
 from webtier.config import Config, PageCacheSettings
-from webtier.pagerules import CacheRoute, PageRules
+from webtier.pagecache import CacheRoute, PageRules
 from webtier.web import pagecache
 
 pytestmark = pytest.mark.anyio

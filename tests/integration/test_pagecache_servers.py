@@ -23,7 +23,7 @@ from werkzeug.serving import make_server
 
 import webtier
 from webtier.config import Config, PageCacheSettings
-from webtier.pagerules import CacheRoute, PageRules
+from webtier.pagecache import CacheRoute, PageRules
 from webtier.testing import free_port
 from webtier.web import pagecache
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import webtier
-from tests.helpers import ranking_scores
+from tests.helpers.servers import ranking_scores
 from webtier.errors import InvalidInput
 
 pytestmark = pytest.mark.anyio

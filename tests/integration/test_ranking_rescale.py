@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import webtier
-from tests.helpers import all_keys, spawned_pool, stall
+from tests.helpers.servers import all_keys, spawned_pool, stall
 from webtier import book
 from webtier._core.keys import RankingShard
 from webtier.config import Config, RankingSettings
@@ -292,7 +292,7 @@ def test_a_rescale_retried_through_a_stall_halves_once(config: Config) -> None:
 async def test_with_no_worker_the_ranking_stays_bounded_and_expires(
     tier_factory: Any, config: Config, client: Any
 ) -> None:
-    from webtier.ranking import UPKEEP_EVERY
+    from webtier.ranking.views import UPKEEP_EVERY
 
     config = with_ranking(config, keep=50, expire_after=600)
     tier = tier_factory(config)

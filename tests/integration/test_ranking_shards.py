@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from redis.crc import key_slot
 
 import webtier
-from tests.helpers import ranking_scores
+from tests.helpers.servers import ranking_scores
+from webtier import ranking
 from webtier._core.keys import item_shard
-from webtier._ops import ranking as ranking_ops
 from webtier.config import CLUSTER_RANKING_SHARDS, Config, RankingSettings
 from webtier.errors import SettingsMismatch
 
@@ -106,8 +106,8 @@ def test_top_n_reads_again_only_shards_that_hold_more_of_the_top(
     try:
         crowded = [f"i{k}" for k in range(400) if item_shard(f"i{k}", 4) == 2][:30]
         for views, item in enumerate(crowded, start=10):
-            client.zadd(ranking_ops.shard_for(tier.config, item).viewed, {item: views})
-        client.zadd(ranking_ops.shard_for(tier.config, "other").viewed, {"other": 1})
+            client.zadd(ranking.ops.shard_for(tier.config, item).viewed, {item: views})
+        client.zadd(ranking.ops.shard_for(tier.config, "other").viewed, {"other": 1})
         expected = [(item, float(v)) for v, item in reversed(list(enumerate(crowded, start=10)))]
         assert tier.ranking.top(25) == expected[:25]
         assert tier.ranking.top(31) == [*expected, ("other", 1.0)]
@@ -159,7 +159,7 @@ def test_view_writes_spread_over_slots_and_masters_on_a_cluster(
     client = webtier.connect(redis_url)
     tier = webtier.WebTier(client, Config(prefix=prefix))
     try:
-        shards = ranking_ops.shards_of(tier.config)
+        shards = ranking.ops.shards_of(tier.config)
         assert len(shards) == CLUSTER_RANKING_SHARDS
         owners = {s.viewed: client.get_node_from_key(s.viewed).name for s in shards}
         slots = [key_slot(shard.viewed.encode()) for shard in shards]
@@ -209,7 +209,7 @@ def test_the_rescale_keeps_each_shards_top_keep_a_superset_of_the_global_top(
         # 60 items, view counts 1..60, in the shards their names hash to.
         scores = {f"item{k}": float(k + 1) for k in range(60)}
         for item, views in scores.items():
-            client.zadd(ranking_ops.shard_for(tier.config, item).viewed, {item: views})
+            client.zadd(ranking.ops.shard_for(tier.config, item).viewed, {item: views})
         report = tier.ranking.rescale()
         assert (report.done, report.shards) == (True, shards)
         kept = ranking_scores(client, tier.config)
@@ -241,7 +241,7 @@ def test_concurrent_rescalers_halve_each_shard_once(redis_url: str, prefix: str)
     try:
         items = [f"item{k}" for k in range(200)]
         for item in items:
-            clients[0].zadd(ranking_ops.shard_for(config, item).viewed, {item: 64})
+            clients[0].zadd(ranking.ops.shard_for(config, item).viewed, {item: 64})
         barrier = threading.Barrier(rescalers)
         reports: list[Any] = []
 
@@ -268,7 +268,7 @@ def test_concurrent_rescalers_halve_each_shard_once(redis_url: str, prefix: str)
 async def test_with_no_worker_every_shard_stays_bounded_and_expires(
     tier_factory: Any, prefix: str, redis_url: str
 ) -> None:
-    from webtier.ranking import UPKEEP_EVERY
+    from webtier.ranking.views import UPKEEP_EVERY
 
     config = sharded(prefix, 3, keep=20, expire_after=600)
     tier = tier_factory(config)
@@ -280,7 +280,7 @@ async def test_with_no_worker_every_shard_stays_bounded_and_expires(
                 await tier.sessions.touch(token, item=f"item{n}")
             else:
                 await tier.ranking.record_view(f"item{n}")
-        for shard in ranking_ops.shards_of(config):
+        for shard in ranking.ops.shards_of(config):
             # One process: twice `keep`, plus the shard's views between two upkeeps.
             assert 0 < client.zcard(shard.viewed) <= 2 * 20 + UPKEEP_EVERY
             assert 0 < client.pttl(shard.viewed) <= 600_000

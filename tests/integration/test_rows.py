@@ -15,24 +15,16 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import (
-    Instrumented,
-    all_keys,
-    db_row,
-    delete_item,
-    run_script,
-    seed,
-    set_stock,
-    take_load,
-)
+from tests.helpers.rows import Instrumented, db_row, delete_item, seed, set_stock, take_load
+from tests.helpers.servers import all_keys, run_script
 from webtier._core.keys import shard_of
-from webtier._ops.rows import bookkeeping_ms, store_request
-from webtier._ops.rows.codec import encode
 from webtier.config import Config, RowSettings
 from webtier.demo import shopdb
 from webtier.errors import InvalidInput, SourceError
-from webtier.rowsource import FunctionSource
-from webtier.sqlsource import SqlSource
+from webtier.rows import FunctionSource
+from webtier.rows.codec import encode
+from webtier.rows.ops import bookkeeping_ms, store_request
+from webtier.rows.sql import SqlSource
 from webtier.workers import JOBS, AsyncWorker
 
 pytestmark = pytest.mark.anyio

@@ -29,10 +29,10 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import seed
+from tests.helpers.rows import seed
 from webtier.config import Config, RowSettings
 from webtier.demo import shopdb
-from webtier.rowsource import Row, Source
+from webtier.rows import Row, Source
 from webtier.workers import JOBS, Worker
 
 pytestmark = pytest.mark.slow

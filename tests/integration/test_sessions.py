@@ -12,8 +12,9 @@ import anyio
 import pytest
 
 import webtier
-from tests.helpers import all_keys, sampled_pick
-from webtier._ops import sessions as session_ops
+from tests.helpers.ops import sampled_pick
+from tests.helpers.servers import all_keys
+from webtier import sessions
 from webtier.config import SessionSettings
 from webtier.errors import (
     BadToken,
@@ -23,7 +24,7 @@ from webtier.errors import (
     UnknownSession,
     UserMismatch,
 )
-from webtier.sessions import is_token
+from webtier.sessions.tokens import is_token
 from webtier.types import CartChange
 
 pytestmark = pytest.mark.anyio
@@ -78,11 +79,11 @@ async def test_a_view_recorded_after_the_session_ended_counts_once(tier: Any) ->
     # A handler reads the user, a logout elsewhere ends the session, then the
     # handler records a view: it goes to a new session, counted once.
     from webtier.web.sessions import SessionOptions, flows
-    from webtier.web.sessions.outage import OutageLog
+    from webtier.web.sessions.outage import outage_log
     from webtier.web.sessions.state import SessionState
 
     token = await tier.sessions.new()
-    state = SessionState(SessionOptions(), OutageLog(30), token, views=tier.ranking.views)
+    state = SessionState(SessionOptions(), outage_log(30), token, views=tier.ranking.views)
     # The flows are ordinary operations: the tier's own transport runs them.
     run = tier.transport.run
     if not isinstance(tier, webtier.AsyncWebTier):
@@ -107,7 +108,7 @@ async def test_the_recency_index_forgets_expired_sessions_with_no_cleaner(
     live = [await tier.sessions.new() for _ in range(6)]
     client = webtier.connect(redis_url)
     try:
-        recent = session_ops.Place(config, live[0]).recent
+        recent = sessions.layout.Place(config, live[0]).recent
         assert client.zcard(recent) == 6  # each new session dropped up to 8
     finally:
         webtier.disconnect(client)
@@ -140,7 +141,7 @@ async def test_viewed_items_match_a_reference_lru(
     keep = 5
     tier = tier_factory(_with(config, viewed=keep))
     token = await tier.sessions.new()
-    key = session_ops.place(tier.config, token).key
+    key = sessions.layout.place(tier.config, token).key
     rng = random.Random(7)
     model: list[str] = []
     for _ in range(300):
@@ -150,7 +151,7 @@ async def test_viewed_items_match_a_reference_lru(
         assert await tier.sessions.recently_viewed(token) == model
         fields = sync_client.hgetall(key)
         held = [f for f in fields if f.startswith(b"v")]
-        assert len(held) <= keep + session_ops.VIEWED_SLACK
+        assert len(held) <= keep + sessions.layout.VIEWED_SLACK
         assert int(fields[b"m"]) == len(held)
 
     # Lowered since: the next new view trims the session to the new figure.
@@ -391,15 +392,15 @@ def test_the_pick_script_answers_as_the_cleaner_reads_it(sync_client: Any, prefi
     sync_client.zadd(key, {f"token{i}": score for i, score in enumerate(scores)})
     age = 1_800 * 10**6
     for page in (1, 4, 5, 6, 38, 100, 1000):
-        reply = sync_client.eval(session_ops.PICK.source, 1, key, age, page, "sample")
+        reply = sync_client.eval(sessions.layout.PICK.source, 1, key, age, page, "sample")
         cutoff = int(reply[0])
         assert now - age - 10**6 < cutoff < now - age + 60 * 10**6
         assert reply == sampled_pick(scores, cutoff, page)
-        whole = sync_client.eval(session_ops.PICK.source, 1, key, age, page, "all")
+        whole = sync_client.eval(sessions.layout.PICK.source, 1, key, age, page, "all")
         assert int(whole[0]) >= cutoff
         assert whole[1:] == [100, 30, *(str(x).encode() for x in scores[:page])]
     sync_client.delete(key)
-    assert sync_client.eval(session_ops.PICK.source, 1, key, age, 5, "sample")[1:] == [0, 0]
+    assert sync_client.eval(sessions.layout.PICK.source, 1, key, age, 5, "sample")[1:] == [0, 0]
 
 
 @pytest.mark.matrix
@@ -501,7 +502,7 @@ async def test_the_backstop_moves_lazily_and_never_early(
     late = backstop_ms // 64
     tier = tier_factory(_with(config, backstop=backstop_ms / 1000))
     token = await tier.sessions.new()
-    where = session_ops.place(tier.config, token)
+    where = sessions.layout.place(tier.config, token)
 
     def check(key: str, backstop: int) -> int:
         left = sync_client.pttl(key)
@@ -529,7 +530,7 @@ async def test_the_backstop_moves_lazily_and_never_early(
     assert await short.sessions.recently_viewed(token) == ["4", "3", "2", "1"]
     # A login writes the expiry of the session under its new token the same way.
     moved = (await short.sessions.login(token, "alice")).token
-    check(session_ops.place(tier.config, moved).key, 64_000)
+    check(sessions.layout.place(tier.config, moved).key, 64_000)
 
 
 @pytest.mark.matrix
@@ -538,7 +539,7 @@ async def test_an_idle_timeout_is_moved_by_every_touch(
 ) -> None:
     tier = tier_factory(_with(config, idle_timeout=60))
     token = await tier.sessions.new()
-    key = session_ops.place(tier.config, token).key
+    key = sessions.layout.place(tier.config, token).key
     before = _expiry(sync_client, key)
     for _ in range(3):
         await anyio.sleep(0.02)

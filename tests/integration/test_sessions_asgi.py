@@ -14,19 +14,15 @@ import pytest
 from starlette.applications import Starlette
 
 import webtier
-from tests.helpers import (
-    BINARIES,
+from tests.helpers.servers import BINARIES, all_keys, commands_served, stall, target_servers
+from tests.helpers.web import (
     COOKIE,
     KEY,
     OLD_KEY,
-    all_keys,
-    commands_served,
     cookie_value,
     fastapi_shop,
     set_cookies,
-    stall,
     starlette_shop,
-    target_servers,
     uvicorn_serving,
     visit,
 )

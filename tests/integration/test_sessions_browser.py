@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
 import webtier
-from tests.helpers import COOKIE, starlette_shop, uvicorn_serving
+from tests.helpers.web import COOKIE, starlette_shop, uvicorn_serving
 from webtier.testing import RedisServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -21,7 +21,7 @@ import time
 import pytest
 
 import webtier
-from tests.helpers import all_keys, spawned_pool
+from tests.helpers.servers import all_keys, spawned_pool
 from webtier._core.keys import shard_of
 from webtier.config import Config, SessionSettings
 

@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 import webtier
-from tests.helpers import BINARIES, KEY, all_keys, flask_shop, serving, set_cookies, visit
+from tests.helpers.servers import BINARIES, all_keys
+from tests.helpers.web import KEY, flask_shop, serving, set_cookies, visit
 from webtier.config import RetryPolicy
 from webtier.testing import RedisServer
 from webtier.web import sessions

@@ -11,8 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import set_stock, wait_for
-from tests.shop_helpers import ITEMS, post, serving, stocked, token
+from tests.helpers.rows import set_stock
+from tests.helpers.servers import wait_for
+from tests.helpers.shop import ITEMS, post, serving, stocked, token
 from webtier.config import SessionSettings
 from webtier.demo.shop import catalog
 from webtier.demo.shop.orders import STATS_CONTEXT

@@ -21,8 +21,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from tests.helpers import wait_for
-from tests.shop_helpers import STOCK, serving, stocked
+from tests.helpers.servers import wait_for
+from tests.helpers.shop import STOCK, serving, stocked
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots" / "shop"

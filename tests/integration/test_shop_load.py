@@ -13,8 +13,9 @@ import pytest
 import sqlalchemy as sa
 
 import webtier
-from tests.helpers import set_stock, wait_for
-from tests.shop_helpers import serving
+from tests.helpers.rows import set_stock
+from tests.helpers.servers import wait_for
+from tests.helpers.shop import serving
 from webtier.demo import shopdb
 from webtier.demo.loadgen import LoadReport, drive
 

@@ -11,8 +11,9 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from tests.helpers import set_stock, wait_for
-from tests.shop_helpers import STOCK, post, serving, stocked
+from tests.helpers.rows import set_stock
+from tests.helpers.servers import wait_for
+from tests.helpers.shop import STOCK, post, serving, stocked
 from webtier.demo.shop import FLASH_SALE_ITEMS, catalog
 
 

@@ -13,10 +13,10 @@ import pytest
 from redis.crc import key_slot
 
 import webtier
-from tests.helpers import all_keys
+from tests.helpers.servers import all_keys
 from webtier.config import Clock, Config, StatsSettings
 from webtier.errors import InvalidInput
-from webtier.histogram import Histogram
+from webtier.stats.histogram import Histogram
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("steady_hour")]
 

@@ -29,7 +29,7 @@ import pytest
 import webtier
 from webtier._core.keys import shard_of
 from webtier.config import Clock, Config, StatsSettings
-from webtier.histogram import Histogram
+from webtier.stats.histogram import Histogram
 
 SECONDS = 12.0
 SKEWS = (-3.7, 0.0, 1.3, 3600.0)

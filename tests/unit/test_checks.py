@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webtier import book
+from webtier import book, counters, pagecache, ranking, rows, sessions, stats
 from webtier._core.checks import (
     MAX_INT,
     MAX_TIME,
@@ -21,13 +21,12 @@ from webtier._core.checks import (
     check_real,
     check_time,
 )
+from webtier._core.flush import Flusher
 from webtier._core.keys import MAX_NAME_BYTES, check_int_id, check_list, check_names
-from webtier._ops import carts, counters, pagecache, ranking, rows, stats
-from webtier._ops import sessions as session_ops
 from webtier.config import Config
+from webtier.counters.tally import Tally
 from webtier.errors import ConfigError, InvalidInput, WebtierError
-from webtier.recorder import Tally, _RecorderBase
-from webtier.rowsource import FunctionSource, check_source
+from webtier.rows.source import FunctionSource, check_source
 
 CFG = Config(prefix="p")
 SOURCE = FunctionSource("src", lambda key: {"id": key})
@@ -230,87 +229,88 @@ def test_a_huge_int_in_an_error_is_shown_by_its_size() -> None:
 
 
 def test_counters_refuse_what_they_cannot_hold() -> None:
-    assert "now" in str(refused(counters.record(CFG, "a", 1, now=10**400)))
-    assert "count" in str(refused(counters.record(CFG, "a", Fraction(10**400, 3))))
-    assert "count" in str(refused(counters.record(CFG, "a", HUGE)))
-    assert "name" in str(refused(counters.record(CFG, HUGE)))  # type: ignore[arg-type]
-    assert "prefix" in str(refused(counters.names(CFG, 1)))  # type: ignore[arg-type]
-    assert "precision" in str(refused(counters.get(CFG, "a", Decimal("sNaN"))))  # type: ignore[arg-type]
-    assert "start" in str(refused(counters.get(CFG, "a", 60, start="x")))  # type: ignore[arg-type]
-    assert "pass_number" in str(refused(counters.clean(CFG, Decimal("sNaN"))))  # type: ignore[arg-type]
-    assert "batch" in str(refused(counters.clean(CFG, 0, None, HUGE)))
-    assert "batch" in str(refused(counters.clean(CFG, 0, None, 1.5)))  # type: ignore[arg-type]
+    assert "now" in str(refused(counters.ops.record(CFG, "a", 1, now=10**400)))
+    assert "count" in str(refused(counters.ops.record(CFG, "a", Fraction(10**400, 3))))
+    assert "count" in str(refused(counters.ops.record(CFG, "a", HUGE)))
+    assert "name" in str(refused(counters.ops.record(CFG, HUGE)))  # type: ignore[arg-type]
+    assert "prefix" in str(refused(counters.ops.names(CFG, 1)))  # type: ignore[arg-type]
+    assert "precision" in str(refused(counters.ops.get(CFG, "a", Decimal("sNaN"))))  # type: ignore[arg-type]
+    assert "start" in str(refused(counters.ops.get(CFG, "a", 60, start="x")))  # type: ignore[arg-type]
+    assert "pass_number" in str(refused(counters.ops.clean(CFG, Decimal("sNaN"))))  # type: ignore[arg-type]
+    assert "batch" in str(refused(counters.ops.clean(CFG, 0, None, HUGE)))
+    assert "batch" in str(refused(counters.ops.clean(CFG, 0, None, 1.5)))  # type: ignore[arg-type]
 
 
 def test_counters_take_whole_numbers_of_every_kind() -> None:
     for count in (2, 2.0, Fraction(4, 2), Decimal("2")):
-        request = next(counters.record(CFG, "a", count, now=Decimal(1000)))  # type: ignore[arg-type]
+        request = next(counters.ops.record(CFG, "a", count, now=Decimal(1000)))  # type: ignore[arg-type]
         assert request.commands[0].args[1:3] == ("a", 2)  # type: ignore[union-attr]
-    (request,) = next(counters.get(CFG, "a", 60.0))  # type: ignore[arg-type, misc]
+    (request,) = next(counters.ops.get(CFG, "a", 60.0))  # type: ignore[arg-type, misc]
     assert request.commands == (("HGETALL", "p:{c:3}:60:a"),)
 
 
 def test_a_str_where_a_list_of_names_is_expected_is_refused_not_split() -> None:
-    assert "names" in str(refused(counters.get_many(CFG, "views:/", 5)))
-    assert "names" in str(refused(counters.get_many(CFG, 5, 5)))  # type: ignore[arg-type]
-    assert "contexts" in str(refused(stats.get_many(CFG, "ab", "x")))
-    assert "row_ids" in str(refused(rows.get_many(CFG, SOURCE, "12")))
+    assert "names" in str(refused(counters.ops.get_many(CFG, "views:/", 5)))
+    assert "names" in str(refused(counters.ops.get_many(CFG, 5, 5)))  # type: ignore[arg-type]
+    assert "contexts" in str(refused(stats.ops.get_many(CFG, "ab", "x")))
+    assert "row_ids" in str(refused(rows.ops.get_many(CFG, SOURCE, "12")))
     assert "sources" in str(refused(rows_refresh_due("inventory")))
 
 
 def rows_refresh_due(sources: object) -> Any:
-    from webtier._ops.rows import refresh as row_refresh
 
-    return row_refresh.refresh_due(CFG, sources)  # type: ignore[arg-type]
+    return rows.refresh.refresh_due(CFG, sources)  # type: ignore[arg-type]
 
 
 def test_stats_values_must_be_finite_doubles() -> None:
-    assert "value" in str(refused(stats.record(CFG, "ctx", "x", 10**400)))
-    assert "value" in str(refused(stats.record(CFG, "ctx", "x", Decimal("sNaN"))))  # type: ignore[arg-type]
-    assert "value" in str(refused(stats.record(CFG, "ctx", "x", Fraction(10**400, 3))))  # type: ignore[arg-type]
+    assert "value" in str(refused(stats.ops.record(CFG, "ctx", "x", 10**400)))
+    assert "value" in str(refused(stats.ops.record(CFG, "ctx", "x", Decimal("sNaN"))))  # type: ignore[arg-type]
+    assert "value" in str(refused(stats.ops.record(CFG, "ctx", "x", Fraction(10**400, 3))))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("op", [rows.get, rows.invalidate, rows.refresh_now, rows.unschedule])
+@pytest.mark.parametrize(
+    "op", [rows.ops.get, rows.ops.invalidate, rows.ops.refresh_now, rows.ops.unschedule]
+)
 def test_integer_row_ids_are_limited_like_names(op: Any) -> None:
     for row_id in (HUGE, 10**1100):
         assert "row_id" in str(refused(op(CFG, SOURCE, row_id)))
-    assert "row_id" in str(refused(rows.get(CFG, SOURCE, 10**1100, load=True)))
-    assert "row_id" in str(refused(rows.schedule(CFG, SOURCE, HUGE, 5)))
-    assert "row_id" in str(refused(rows.get_many(CFG, SOURCE, [1, HUGE])))
+    assert "row_id" in str(refused(rows.ops.get(CFG, SOURCE, 10**1100, load=True)))
+    assert "row_id" in str(refused(rows.ops.schedule(CFG, SOURCE, HUGE, 5)))
+    assert "row_id" in str(refused(rows.ops.get_many(CFG, SOURCE, [1, HUGE])))
 
 
 def test_rows_refuse_what_is_not_a_source_or_a_delay() -> None:
-    assert "source" in str(refused(rows.get(CFG, "src", 1)))  # type: ignore[arg-type]
-    assert "source" in str(refused(rows.status(CFG, "src")))  # type: ignore[arg-type]
+    assert "source" in str(refused(rows.ops.get(CFG, "src", 1)))  # type: ignore[arg-type]
+    assert "source" in str(refused(rows.ops.status(CFG, "src")))  # type: ignore[arg-type]
     assert "source" in str(refused(rows_refresh_due(["src"])))
     for delay in (10**400, -(10**400), Decimal("sNaN"), -math.inf):
-        assert "delay" in str(refused(rows.schedule(CFG, SOURCE, 1, delay)))  # type: ignore[arg-type]
-    request = next(rows.schedule(CFG, SOURCE, 1, Decimal("1.5")))  # type: ignore[arg-type]
+        assert "delay" in str(refused(rows.ops.schedule(CFG, SOURCE, 1, delay)))  # type: ignore[arg-type]
+    request = next(rows.ops.schedule(CFG, SOURCE, 1, Decimal("1.5")))  # type: ignore[arg-type]
     assert request.commands[0].args == ("1", 1500)  # type: ignore[union-attr]
 
 
 def test_limits_are_ints_redis_can_take() -> None:
     for n in (HUGE, 2**64, 1.5, True):
-        assert "n" in str(refused(ranking.top(CFG, n)))  # type: ignore[arg-type]
-    assert "n" in str(refused(stats.slowest(CFG, HUGE)))
+        assert "n" in str(refused(ranking.ops.top(CFG, n)))  # type: ignore[arg-type]
+    assert "n" in str(refused(stats.ops.slowest(CFG, HUGE)))
 
 
 def test_cart_counts_are_whole_numbers_redis_can_take() -> None:
     token = "t" * 43
     for count in (-HUGE, HUGE, 1.5, Decimal("sNaN"), "1"):
-        assert "count" in str(refused(carts.set(CFG, token, "a", count)))  # type: ignore[arg-type]
-    request = next(carts.set(CFG, token, "a", Decimal("2")))  # type: ignore[arg-type]
+        assert "count" in str(refused(sessions.carts.set(CFG, token, "a", count)))  # type: ignore[arg-type]
+    request = next(sessions.carts.set(CFG, token, "a", Decimal("2")))  # type: ignore[arg-type]
     assert request[0].commands[0].args[:2] == ("a", 2)  # type: ignore[union-attr]
 
 
 def test_page_cache_refuses_what_is_not_a_url_plan_or_call() -> None:
-    assert "url" in str(refused(pagecache.invalidate(CFG, "http://[")))
-    assert "url" in str(refused(pagecache.invalidate(CFG, 5)))  # type: ignore[arg-type]
-    assert "url" in str(refused(pagecache.invalidate(CFG, "/x\ud800?item=a")))
-    assert "headers" in str(refused(pagecache.invalidate(CFG, "/?item=a", "x")))  # type: ignore[arg-type]
-    assert "headers" in str(refused(pagecache.invalidate(CFG, "/?item=a", {"a": 1})))  # type: ignore[dict-item]
-    assert "rules" in str(refused(pagecache.invalidate(CFG, "/?item=a", None, 5)))  # type: ignore[arg-type]
-    assert "plan" in str(refused(pagecache.serve(CFG, "plan", "render")))  # type: ignore[arg-type]
+    assert "url" in str(refused(pagecache.invalidation.invalidate(CFG, "http://[")))
+    assert "url" in str(refused(pagecache.invalidation.invalidate(CFG, 5)))  # type: ignore[arg-type]
+    assert "url" in str(refused(pagecache.invalidation.invalidate(CFG, "/x\ud800?item=a")))
+    assert "headers" in str(refused(pagecache.invalidation.invalidate(CFG, "/?item=a", "x")))  # type: ignore[arg-type]
+    assert "headers" in str(refused(pagecache.invalidation.invalidate(CFG, "/?item=a", {"a": 1})))  # type: ignore[dict-item]
+    assert "rules" in str(refused(pagecache.invalidation.invalidate(CFG, "/?item=a", None, 5)))  # type: ignore[arg-type]
+    assert "plan" in str(refused(pagecache.ops.serve(CFG, "plan", "render")))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -327,7 +327,7 @@ def test_page_cache_refuses_what_is_not_a_url_plan_or_call() -> None:
 def test_recorder_settings_are_refused_with_a_config_error(settings: dict[str, Any]) -> None:
     values = {"flush_interval": 0.1, "max_pending": 10, **settings}
     with pytest.raises(ConfigError):
-        _RecorderBase(CFG, values["flush_interval"], values["max_pending"], _Event())
+        Flusher(CFG, values["flush_interval"], values["max_pending"], _Event())
 
 
 class _Event:
@@ -353,4 +353,4 @@ def test_session_data_too_deep_for_json_is_refused() -> None:
     for _ in range(100_000):
         deep = [deep]
     with pytest.raises(InvalidInput, match="not JSON"):
-        next(session_ops.update(CFG, "t" * 43, {"a": deep}))
+        next(sessions.ops.update(CFG, "t" * 43, {"a": deep}))

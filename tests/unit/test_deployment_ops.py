@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from webtier import deployment
 from webtier._core.protocol import Request
-from webtier._ops import deployment
 from webtier.config import Config, CounterSettings, SessionSettings, StatsSettings
-from webtier.config.deployment import LAYOUT, differences, following, layout, parse
+from webtier.deployment.layout import LAYOUT, differences, following, layout, parse
 from webtier.errors import ConfigError, SettingsMismatch
 from webtier.types import DeploymentSettings
 
@@ -23,7 +23,7 @@ def finish(op: Any, reply: object) -> object:
     return done.value.value
 
 
-def stored_reply(config: Config, version: int = deployment.VERSION) -> bytes:
+def stored_reply(config: Config, version: int = deployment.ops.VERSION) -> bytes:
     return json.dumps({"version": version, "settings": layout(config)}).encode()
 
 
@@ -43,7 +43,7 @@ def test_every_setting_that_moves_a_key_is_stored_and_nothing_else() -> None:
 
 def test_check_stores_with_set_nx_and_reads_back_in_one_round_trip() -> None:
     config = Config(prefix="shop", sessions=SessionSettings(shards=16))
-    op = deployment.check(config)
+    op = deployment.ops.check(config)
     request = next(op)
     assert isinstance(request, Request)
     assert request.route == KEY
@@ -58,7 +58,7 @@ def test_check_stores_with_set_nx_and_reads_back_in_one_round_trip() -> None:
 
 
 def test_check_refuses_other_settings_naming_both_values() -> None:
-    op = deployment.check(Config(prefix="shop", sessions=SessionSettings(shards=7)))
+    op = deployment.ops.check(Config(prefix="shop", sessions=SessionSettings(shards=7)))
     next(op)
     theirs = Config(sessions=SessionSettings(shards=16), stats=StatsSettings(period=60))
     with pytest.raises(SettingsMismatch) as refused:
@@ -74,7 +74,7 @@ def test_check_refuses_other_settings_naming_both_values() -> None:
 
 def test_check_sends_again_when_the_settings_were_reset_in_between() -> None:
     config = Config(prefix="shop")
-    op = deployment.check(config)
+    op = deployment.ops.check(config)
     next(op)
     again = op.send([True, None])  # removed between the SET and the GET
     assert isinstance(again, Request)
@@ -83,11 +83,11 @@ def test_check_sends_again_when_the_settings_were_reset_in_between() -> None:
 
 def test_another_layout_version_is_refused_whatever_its_settings() -> None:
     config = Config(prefix="shop")
-    op = deployment.check(config)
+    op = deployment.ops.check(config)
     next(op)
     with pytest.raises(SettingsMismatch, match="layout version is 1 here, 2 in Redis"):
         op.send([None, stored_reply(config, version=2)])
-    op = deployment.stored(config)
+    op = deployment.ops.stored(config)
     next(op)
     assert finish(op, [stored_reply(config, version=2)]).version == 2  # type: ignore[union-attr]
 
@@ -101,7 +101,7 @@ def test_another_layout_version_is_refused_whatever_its_settings() -> None:
      b'{"version": 1, "settings": {"counters.precisions": 5}}'],
 )  # fmt: skip
 def test_unreadable_settings_say_how_to_remove_them(raw: bytes) -> None:
-    op = deployment.stored(Config(prefix="shop"))
+    op = deployment.ops.stored(Config(prefix="shop"))
     next(op)
     with pytest.raises(ConfigError, match=r"shop:\{meta\}:settings cannot be read .*reset"):
         op.send([raw])
@@ -109,15 +109,15 @@ def test_unreadable_settings_say_how_to_remove_them(raw: bytes) -> None:
 
 def test_stored_adopt_and_reset() -> None:
     config = Config(prefix="shop", counters=CounterSettings.of((1, 60), samples=10))
-    op = deployment.stored(config)
+    op = deployment.ops.stored(config)
     assert next(op).commands == (("GET", KEY),)  # type: ignore[union-attr]
     assert finish(op, [None]) is None
-    op = deployment.adopt(config)
+    op = deployment.ops.adopt(config)
     ((command, key, value),) = next(op).commands  # type: ignore[union-attr,misc]
     assert (command, key) == ("SET", KEY)  # over whatever was stored
     assert json.loads(value)["settings"]["counters.precisions"] == "1:10 60:10"
     assert finish(op, [True]) == DeploymentSettings(1, layout(config))
-    op = deployment.reset(config)
+    op = deployment.ops.reset(config)
     assert next(op).commands == (("DEL", KEY),)  # type: ignore[union-attr]
     assert finish(op, [1]) is True
 

@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 
 from webtier import metrics
-from webtier._ops.overview import CounterPage, Health
-from webtier._ops.workers import WorkerInfo
-from webtier.histogram import Histogram
+from webtier.overview import CounterPage, Health
+from webtier.stats.histogram import Histogram
 from webtier.types import RowStatus, SessionStats, Summary
+from webtier.workers.liveness import WorkerInfo
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 METRIC = re.compile(r"\bwebtier_[a-z_]+")

@@ -1,5 +1,9 @@
-"""The package's shape, checked: no import cycle between webtier's modules
-and no module over 450 lines (a module that grows past it holds two ideas)."""
+"""The package's shape, checked: a capability is a package and the engine
+(``webtier._core``) knows none of them; no import cycle between webtier's
+modules; no module over 450 lines (a module that grows past it holds two
+ideas). Every import counts, wherever it is: at a module's top, in a
+function (a lazy import is a dependency all the same) or for the type
+checker alone."""
 
 from __future__ import annotations
 
@@ -10,6 +14,21 @@ import webtier
 
 ROOT = Path(webtier.__file__).parent
 MAX_LINES = 450
+# What the engine may import besides itself: the settings, the errors and
+# the values every call returns. Every capability sits above it.
+BELOW_CORE = ("webtier.config", "webtier.errors", "webtier.types")
+# A capability's package holds its operations and its facade part:
+# ops (or jobs), aio.py and the sync.py generated from it.
+CAPABILITIES = (
+    "counters",
+    "stats",
+    "ranking",
+    "rows",
+    "pagecache",
+    "sessions",
+    "workers",
+    "deployment",
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -77,10 +96,53 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycle() -> None:
+def _graph() -> dict[str, set[str]]:
     modules = _modules()
-    graph = {name: _imports(path, name, modules) for name, path in modules.items()}
-    assert _cycles(graph) == []
+    return {name: _imports(path, name, modules) for name, path in modules.items()}
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from the engine into anything but the engine and what it
+    stands on: a capability, the facades, the web adapters..."""
+
+    def allowed(target: str) -> bool:
+        return (
+            target == "webtier._core"
+            or target.startswith("webtier._core.")
+            or any(target == below or target.startswith(f"{below}.") for below in BELOW_CORE)
+        )
+
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module.startswith("webtier._core")
+        for target in targets
+        if not allowed(target)
+    )
+
+
+def test_the_engine_imports_no_capability() -> None:
+    assert _upward(_graph()) == []
+
+
+def test_the_engine_check_finds_an_upward_import() -> None:
+    graph = {
+        "webtier._core.wire": {"webtier._core.actions", "webtier.errors"},
+        "webtier._core.facade": {"webtier.config", "webtier.sessions.layout"},
+    }
+    assert _upward(graph) == ["webtier._core.facade -> webtier.sessions.layout"]
+
+
+def test_every_capability_is_a_package_with_its_part() -> None:
+    for name in CAPABILITIES:
+        package = ROOT / name
+        assert (package / "__init__.py").is_file(), f"webtier.{name} is not a package"
+        assert (package / "aio.py").is_file(), f"webtier.{name} has no facade part"
+        assert (package / "sync.py").is_file(), f"webtier.{name}.aio has no generated twin"
+
+
+def test_no_import_cycle() -> None:
+    assert _cycles(_graph()) == []
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:

@@ -8,22 +8,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import drive
+from tests.helpers.ops import drive
+from webtier import pagecache
 from webtier._core.protocol import Call, Request, ScriptCall
-from webtier._ops import pagecache
-from webtier._ops.pagecache import decode, encode, make_page
 from webtier.config import Config, PageCacheSettings, RankingSettings
 from webtier.errors import ConfigError
-from webtier.pagerules import (
-    BOOK_RULES,
-    CacheRoute,
-    PageRequest,
-    PageRules,
-    SetAdmission,
-    is_private,
-    normalized_query,
-    wants_fresh,
-)
+from webtier.pagecache import BOOK_RULES, CacheRoute, PageRequest, PageRules, SetAdmission
+from webtier.pagecache.copies import decode, encode, make_page
+from webtier.pagecache.request import is_private, normalized_query, wants_fresh
 from webtier.types import Rendered
 from webtier.web.pagecache import policy
 
@@ -303,9 +295,9 @@ def test_page_response_gzip_304_and_headers() -> None:
 
 
 def test_outage_log_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
-    log = policy.OutageLog(3600)
+    log = policy.Policy(CFG, HOME).outage
     for _ in range(5):
-        log.report(RuntimeError("down"))
+        log.failed(RuntimeError("down"))
     assert len(caplog.records) == 1
 
 
@@ -333,7 +325,7 @@ def test_a_hit_is_one_round_trip() -> None:
     plan = plan_of("/item?item=1")
     page = make_page(CFG, Rendered(200, OK, b"abc", 300.0), 300.0, 4e9)
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[[encode(page)], [0]]], run_calls=True
+        pagecache.ops.serve(CFG, plan, render_call(PAGE_R)), [[[encode(page)], [0]]], run_calls=True
     )
     assert served.outcome == "HIT"
     assert len(sent) == 1
@@ -348,7 +340,7 @@ PAGE_R = Rendered(200, OK, b"new", 300.0)
 def test_a_miss_of_an_admitted_item_claims_renders_and_stores() -> None:
     plan = plan_of("/item?item=1")
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)),
+        pagecache.ops.serve(CFG, plan, render_call(PAGE_R)),
         [[[None], [0]], [[b"render", b"3"]], [b"stored"]],
         run_calls=True,
     )
@@ -367,7 +359,7 @@ def test_a_miss_of_an_admitted_item_claims_renders_and_stores() -> None:
 def test_an_unpopular_item_is_rendered_without_the_cache() -> None:
     plan = plan_of("/item?item=1")
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)),
+        pagecache.ops.serve(CFG, plan, render_call(PAGE_R)),
         [[[None], [None]]],
         run_calls=True,
     )
@@ -381,7 +373,7 @@ def test_a_waiter_gets_the_page_the_holder_stored() -> None:
     plan = plan_of("/item?item=1")
     page = make_page(CFG, PAGE_R, 300.0, 4e9)
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)),
+        pagecache.ops.serve(CFG, plan, render_call(PAGE_R)),
         [[[None], [0]], [[b"wait", 900]], [[b"hit", encode(page)]]],
         run_calls=True,
     )
@@ -393,7 +385,7 @@ def test_a_stale_copy_is_served_while_another_renders() -> None:
     plan = plan_of("/item?item=1")
     stale = make_page(CFG, PAGE_R, 1.0, 1000.0)
     served, _ = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)),
+        pagecache.ops.serve(CFG, plan, render_call(PAGE_R)),
         [[[encode(stale)], [0]], [[b"wait", 5]]],
         run_calls=True,
     )
@@ -404,22 +396,24 @@ def test_a_stale_copy_is_served_while_another_renders() -> None:
 def test_a_request_with_unkeyed_inputs_never_claims_nor_stores() -> None:
     plan = plan_of("/item?item=1&utm_source=x")
     assert not plan.storable
-    served, sent = drive(pagecache.serve(CFG, plan, render_call(PAGE_R)), [[None]], run_calls=True)
+    served, sent = drive(
+        pagecache.ops.serve(CFG, plan, render_call(PAGE_R)), [[None]], run_calls=True
+    )
     assert (served.outcome, served.rendered) == ("MISS", PAGE_R)
     assert len(sent) == 2
     assert isinstance(sent[1], Call)
     fresh = make_page(CFG, PAGE_R, 300.0, 4e9)
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(fresh)]], run_calls=True
+        pagecache.ops.serve(CFG, plan, render_call(PAGE_R)), [[encode(fresh)]], run_calls=True
     )
     assert (served.outcome, len(sent)) == ("HIT", 1)
     stale = make_page(CFG, PAGE_R, 1.0, 1000.0)
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[encode(stale)]], run_calls=True
+        pagecache.ops.serve(CFG, plan, render_call(PAGE_R)), [[encode(stale)]], run_calls=True
     )
     assert (served.outcome, served.page, len(sent)) == ("STALE", stale, 1)  # nobody renders
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(PAGE_R)), [[b"WPASS"]], run_calls=True
+        pagecache.ops.serve(CFG, plan, render_call(PAGE_R)), [[b"WPASS"]], run_calls=True
     )
     assert served.rendered is PAGE_R
     assert policy.store_ttl(SETTINGS, plan, 200, OK) is None
@@ -429,7 +423,7 @@ def test_a_response_not_storable_leaves_a_pass_note() -> None:
     plan = plan_of("/item?item=1")
     private = Rendered(200, OK, b"mine", None)
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(private)),
+        pagecache.ops.serve(CFG, plan, render_call(private)),
         [[[None], [0]], [[b"render", b"0"]], [b"stored"]],
         run_calls=True,
     )
@@ -437,7 +431,7 @@ def test_a_response_not_storable_leaves_a_pass_note() -> None:
     assert sent[-1].commands[0].args[2] == b"WPASS"
     # A pass note sends the next request straight to the app, no lock.
     served, sent = drive(
-        pagecache.serve(CFG, plan, render_call(private)), [[[b"WPASS"], [0]]], run_calls=True
+        pagecache.ops.serve(CFG, plan, render_call(private)), [[[b"WPASS"], [0]]], run_calls=True
     )
     assert served.rendered is private
     assert len(sent) == 2
@@ -445,11 +439,13 @@ def test_a_response_not_storable_leaves_a_pass_note() -> None:
 
 def test_an_invalidation_sets_a_new_generation_that_expires() -> None:
     plan = plan_of("/item?item=1")
-    life = pagecache.generation_life(CFG)
+    life = pagecache.invalidation.generation_life(CFG)
     assert life == (10 + 300 + 60) * 1000  # lock lease + the longest page life
-    _, sent = drive(pagecache.invalidate_plan(CFG, plan), [[b"OK", 1, 1, 1]], run_calls=True)
+    _, sent = drive(
+        pagecache.invalidation.invalidate_plan(CFG, plan), [[b"OK", 1, 1, 1]], run_calls=True
+    )
     first = sent[0].commands[0]
-    _, sent = drive(pagecache.invalidate_item(CFG, "1"), [[b"OK", []]], run_calls=True)
+    _, sent = drive(pagecache.invalidation.invalidate_item(CFG, "1"), [[b"OK", []]], run_calls=True)
     second = sent[0].commands[0]
     for command in (first, second):
         assert command[:2] == ("SET", plan.shard.gen)
@@ -483,7 +479,7 @@ def test_with_shards_the_rank_follows_up_only_when_its_shard_place_admits() -> N
     plan = plan_of("/item?item=1")
     # Third in its shard, 7 views: the other 3 shards' counts follow; 10 in all.
     served, sent = drive(
-        pagecache.serve(cfg, plan, render_call(PAGE_R)),
+        pagecache.ops.serve(cfg, plan, render_call(PAGE_R)),
         [[[None], [2, b"7"]], [[3], [4], [1]], [[b"render", b"3"]], [b"stored"]],
         run_calls=True,
     )
@@ -493,7 +489,7 @@ def test_with_shards_the_rank_follows_up_only_when_its_shard_place_admits() -> N
     # Past the top in its own shard: no follow-up, not admitted.
     far = dataclasses.replace(cfg, pagecache=PageCacheSettings(top=2))
     served, sent = drive(
-        pagecache.serve(far, plan, render_call(PAGE_R)),
+        pagecache.ops.serve(far, plan, render_call(PAGE_R)),
         [[[None], [2, b"7"]]],
         run_calls=True,
     )

@@ -7,17 +7,17 @@ import zlib
 import pytest
 from redis.crc import key_slot
 
-from tests.helpers import drive
+from tests.helpers.ops import drive
 from webtier._core.keys import ranking_tag
 from webtier._core.protocol import Gather, Request, ScriptCall
-from webtier._ops import ranking
 from webtier.config import Config, RankingSettings
 from webtier.errors import InvalidInput, RedisUnavailable
+from webtier.ranking import ops
 
 
 def test_rescale_sends_one_fenced_script_call_and_reads_its_report() -> None:
     cfg = Config(prefix="shop", ranking=RankingSettings(keep=3, factor=0.25, interval=60))
-    op = ranking.rescale(cfg)
+    op = ops.rescale(cfg)
     (request,) = next(op)  # type: ignore[misc]
     assert isinstance(request, Request)
     assert request.idempotent  # fenced by period: a repeat changes nothing
@@ -26,26 +26,26 @@ def test_rescale_sends_one_fenced_script_call_and_reads_its_report() -> None:
     assert call.keys == ("shop:{v}:viewed", "shop:{v}:rescaled")
     assert call.args == (60, 3, "0.25", 86_400_000)  # no client clock: the server's decides
     report = drive(op, [[[[1, 7, 4, 3, 1500]]]], started=True).value
-    assert report == ranking.RescaleReport(True, 7, 4, 3, 1.5, shards=1)
+    assert report == ops.RescaleReport(True, 7, 4, 3, 1.5, shards=1)
 
 
 def test_factor_one_is_sent_as_one() -> None:
-    op = ranking.rescale(Config(ranking=RankingSettings(factor=1)))
+    op = ops.rescale(Config(ranking=RankingSettings(factor=1)))
     ((call,),) = (request.commands for request in next(op))  # type: ignore[union-attr]
     assert call.args[2] == "1"  # type: ignore[union-attr]
 
 
 def test_record_many_sends_one_request_and_reports_its_outcome() -> None:
     cfg = Config(prefix="p")
-    assert drive(ranking.record_many(cfg, [])).value == []
-    op = ranking.record_many(cfg, [("a", 3), ("b", 1)])
+    assert drive(ops.record_many(cfg, [])).value == []
+    op = ops.record_many(cfg, [("a", 3), ("b", 1)])
     gather = next(op)
     assert isinstance(gather, Gather)
     (request,) = gather.requests
     assert request.commands == (
         ("ZINCRBY", "p:{v}:viewed", 3, "a"),
         ("ZINCRBY", "p:{v}:viewed", 1, "b"),
-        ranking.upkeep_call(cfg, ranking.shard_for(cfg, "a")),  # every flush keeps it bounded
+        ops.upkeep_call(cfg, ops.shard_for(cfg, "a")),  # every flush keeps it bounded
     )
     assert not request.idempotent
     error = RedisUnavailable("down")
@@ -53,19 +53,19 @@ def test_record_many_sends_one_request_and_reports_its_outcome() -> None:
 
 
 def test_top_items_and_send() -> None:
-    op = ranking.top_items(Config(prefix="p"), 2)
+    op = ops.top_items(Config(prefix="p"), 2)
     assert next(op).commands == (("ZREVRANGE", "p:{v}:viewed", 0, 1),)  # type: ignore[union-attr]
     assert drive(op, [[[b"x", b"y"]]], started=True).value == ["x", "y"]
     with pytest.raises(InvalidInput):
-        next(ranking.top_items(Config(), 0))
-    assert list(ranking.send(())) == []
+        next(ops.top_items(Config(), 0))
+    assert list(ops.send(())) == []
 
 
 def test_the_aggregators_flush_sums_each_item_once() -> None:
-    from webtier.ranking import _send_views
+    from webtier.ranking.views import send_views
 
     entries = [("a", 2, 10.0), ("b", 1, 10.0), ("a", 3, 11.0), ("c", 0, 11.0)]
-    op = _send_views(Config(prefix="p"), entries)
+    op = send_views(Config(prefix="p"), entries)
     gather = next(op)
     assert isinstance(gather, Gather)
     (request,) = gather.requests
@@ -82,9 +82,9 @@ SHARDED = Config(prefix="p", ranking=RankingSettings(shards=4))
 
 def test_an_item_lives_in_the_shard_of_its_crc32() -> None:
     for item in ("a", "item:42", "é", "x" * 1000):
-        shard = ranking.shard_for(SHARDED, item)
+        shard = ops.shard_for(SHARDED, item)
         assert shard == SHARDED.keys.ranking(4)[zlib.crc32(item.encode()) % 4]
-        (request,) = ranking.view_requests(SHARDED, item)
+        (request,) = ops.view_requests(SHARDED, item)
         assert request.route == shard.route
         assert request.commands == (("ZINCRBY", shard.viewed, 1, item),)
 
@@ -105,7 +105,7 @@ def test_each_shard_has_its_own_tag_in_its_own_slice_of_the_slots() -> None:
 
 def test_record_many_sends_one_request_per_shard_and_reports_each() -> None:
     items = [f"i{k}" for k in range(20)]
-    op = ranking.record_many(SHARDED, [(item, 1) for item in items])
+    op = ops.record_many(SHARDED, [(item, 1) for item in items])
     gather = next(op)
     assert isinstance(gather, Gather)
     assert len(gather.requests) == 4
@@ -122,7 +122,7 @@ def test_record_many_sends_one_request_per_shard_and_reports_each() -> None:
 def test_rank_counts_the_higher_scores_of_the_other_shards() -> None:
     item = "i3"
     home = zlib.crc32(item.encode()) % 4
-    op = ranking.rank(SHARDED, item)
+    op = ops.rank(SHARDED, item)
     first = next(op)
     assert first.commands[0][0] == "ZREVRANK"  # type: ignore[union-attr]
     counts = op.send([2, b"5"])  # third in its shard, 5 views
@@ -133,14 +133,14 @@ def test_rank_counts_the_higher_scores_of_the_other_shards() -> None:
         assert (command, high) == ("ZCOUNT", "+inf")
         assert low == ("5.0" if j < home else "(5.0")  # ties: lower shards first
     assert drive(op, [[[1], [0], [4]]], started=True).value == 2 + 5
-    unranked = ranking.rank(SHARDED, item)
+    unranked = ops.rank(SHARDED, item)
     next(unranked)
     assert drive(unranked, [[None, None]], started=True).value is None
 
 
 def test_top_reads_twice_n_then_only_the_shards_that_may_hold_more() -> None:
     shards = SHARDED.keys.ranking(4)
-    op = ranking.top(SHARDED, 4)
+    op = ops.top(SHARDED, 4)
     first = next(op)
     assert [r.commands for r in first] == [  # type: ignore[union-attr]
         (("ZREVRANGE", s.viewed, 0, 1, "WITHSCORES"),) for s in shards

@@ -13,11 +13,10 @@ from hypothesis import strategies as st
 
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Gather, ScriptCall
-from webtier._ops import stats_batch
-from webtier._ops.stats_batch import Batch
 from webtier.config import Clock, Config, StatsSettings
 from webtier.errors import OutcomeUnknown, RedisUnavailable, ServerError
-from webtier.histogram import bucket_of
+from webtier.stats.batch import MERGE, Batch, merge_many
+from webtier.stats.histogram import bucket_of
 
 START = 1_700_002_800  # an hour's start
 NOW = START + 1234.5
@@ -38,7 +37,7 @@ def calls(step: Any) -> list[ScriptCall]:
         assert not request.idempotent
         (call,) = request.commands
         assert isinstance(call, ScriptCall)
-        assert call.script is stats_batch.MERGE
+        assert call.script is MERGE
         found.append(call)
     return found
 
@@ -47,7 +46,7 @@ def test_a_flush_is_one_script_call_per_context_and_type() -> None:
     access = batch_of([0.25, 0.5, 0.25], failed=1)
     basket = batch_of([3.0])
     entries = [("/item/{id}", "AccessTime", access), ("checkout", "Basket", basket)]
-    op = stats_batch.merge_many(CFG, entries)
+    op = merge_many(CFG, entries)
     first, second = calls(next(op))
     tag = f"p:{{s:{shard_of('/item/{id}', 4)}}}"
     assert first.keys == (
@@ -67,7 +66,7 @@ def test_a_flush_is_one_script_call_per_context_and_type() -> None:
 
 def test_stale_guesses_are_sent_again_in_the_servers_period() -> None:
     entries = [("/a", "AccessTime", batch_of([1.0])), ("/b", "AccessTime", batch_of([2.0]))]
-    op = stats_batch.merge_many(CFG, entries)
+    op = merge_many(CFG, entries)
     next(op)
     # The hour turned on the way: /a was merged, /b refused and is sent again.
     (again,) = calls(op.send([[[1, 1, b"1", b"0"]], [[0, START + 3600]]]))
@@ -81,7 +80,7 @@ def test_stale_guesses_are_sent_again_in_the_servers_period() -> None:
 
 def test_failures_are_reported_per_entry_and_a_clock_that_never_settles_is_an_error() -> None:
     entries = [(f"/{i}", "AccessTime", batch_of([1.0])) for i in range(3)]
-    op = stats_batch.merge_many(CFG, entries)
+    op = merge_many(CFG, entries)
     next(op)
     refused, unknown = RedisUnavailable("refused"), OutcomeUnknown("lost reply")
     op.send([refused, unknown, [[0, START + 3600]]])
@@ -96,7 +95,7 @@ def test_failures_are_reported_per_entry_and_a_clock_that_never_settles_is_an_er
 
 def test_nothing_to_flush_sends_nothing() -> None:
     with pytest.raises(StopIteration) as done:
-        next(stats_batch.merge_many(CFG, []))
+        next(merge_many(CFG, []))
     assert done.value.value == []
 
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from webtier import stats
 from webtier._core.keys import shard_of
 from webtier._core.protocol import Request, ScriptCall
-from webtier._ops import stats
 from webtier.config import Clock, Config, StatsSettings
 from webtier.errors import ConfigError, InvalidInput, ServerError
 
@@ -28,35 +28,35 @@ def script_call(step: Any) -> ScriptCall:
     assert not step.idempotent
     (call,) = step.commands
     assert isinstance(call, ScriptCall)
-    assert call.script is stats.RECORD
+    assert call.script is stats.ops.RECORD
     return call
 
 
 def test_an_access_time_is_one_script_call_with_its_record_and_listing() -> None:
-    op = stats.record(CFG, "/item/{id}", "AccessTime", 0.25)
+    op = stats.ops.record(CFG, "/item/{id}", "AccessTime", 0.25)
     call = script_call(next(op))
     tag = f"p:{{s:{shard_of('/item/{id}', 4)}}}"
     assert call.keys == (
         f"{tag}:3600:{START}:AccessTime:/item/{{id}}",
         f"{tag}:ctx:3600:{START}:AccessTime",
     )
-    bucket = stats.bucket_of(0.25, 25)
+    bucket = stats.ops.bucket_of(0.25, 25)
     assert call.args == (3600, START, 24, "0.25", bucket, "0", "/item/{id}", 10_000)
     with pytest.raises(StopIteration) as done:
         op.send([[1, 3, b"0.75", b"0.5"]])
-    assert done.value.value == stats.Recorded(START, 3, 0.75, 0.5)
+    assert done.value.value == stats.ops.Recorded(START, 3, 0.75, 0.5)
     assert done.value.value.sumsq == pytest.approx(0.5 + 0.75**2 / 3)
 
 
 def test_an_unranked_type_without_histograms_touches_one_key() -> None:
     cfg = Config(prefix="p", stats=StatsSettings(histograms=False, shards=4), clock=CFG.clock)
-    call = script_call(next(stats.record(cfg, "checkout", "Basket", -3, failed=True)))
+    call = script_call(next(stats.ops.record(cfg, "checkout", "Basket", -3, failed=True)))
     assert len(call.keys) == 1
     assert call.args == (3600, START, 24, "-3.0", "", "1")
 
 
 def test_the_servers_period_wins_over_the_callers_guess() -> None:
-    op = stats.record(CFG, "/", "AccessTime", 1.0)
+    op = stats.ops.record(CFG, "/", "AccessTime", 1.0)
     first = script_call(next(op))
     # The server's clock is in the next hour: nothing written, its start named.
     second = script_call(op.send([[0, START + 3600]]))
@@ -69,7 +69,7 @@ def test_the_servers_period_wins_over_the_callers_guess() -> None:
 
 
 def test_a_server_clock_that_never_settles_is_an_error() -> None:
-    op = stats.record(CFG, "/", "AccessTime", 1.0)
+    op = stats.ops.record(CFG, "/", "AccessTime", 1.0)
     next(op)
     op.send([[0, START + 3600]])
     op.send([[0, START]])
@@ -93,7 +93,7 @@ def test_a_server_clock_that_never_settles_is_an_error() -> None:
 )
 def test_bad_values_are_refused_before_anything_is_sent(value: object, stat_type: str) -> None:
     with pytest.raises(InvalidInput, match="value"):
-        next(stats.record(CFG, "ctx", stat_type, value))  # type: ignore[arg-type]
+        next(stats.ops.record(CFG, "ctx", stat_type, value))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def test_bad_values_are_refused_before_anything_is_sent(value: object, stat_type
     [(3, 3.0), (Fraction(1, 4), 0.25), (Decimal("2.5"), 2.5), (-0.0, 0.0), (-7.5, -7.5)],
 )
 def test_numbers_of_every_kind_are_accepted(value: object, expected: float) -> None:
-    number = stats.check_value(value, "Basket", CFG.stats)
+    number = stats.ops.check_value(value, "Basket", CFG.stats)
     assert number == expected
     assert math.copysign(1, number) == math.copysign(1, expected)
 
@@ -109,17 +109,17 @@ def test_numbers_of_every_kind_are_accepted(value: object, expected: float) -> N
 @pytest.mark.parametrize("stat_type", ["", "a:b", "1st", "x" * 65, "a b", "ünï", 7])
 def test_bad_types_are_refused(stat_type: object) -> None:
     with pytest.raises(InvalidInput, match="type"):
-        next(stats.record(CFG, "ctx", stat_type, 1.0))  # type: ignore[arg-type]
+        next(stats.ops.record(CFG, "ctx", stat_type, 1.0))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("context", ["", "a\nb", "x" * 2000, 5])
 def test_bad_contexts_are_refused(context: object) -> None:
     with pytest.raises(InvalidInput, match="context"):
-        next(stats.record(CFG, context, "AccessTime", 1.0))  # type: ignore[arg-type]
+        next(stats.ops.record(CFG, context, "AccessTime", 1.0))  # type: ignore[arg-type]
 
 
 def test_reads_ask_the_server_for_its_time_along_with_the_guess() -> None:
-    op = stats.get(CFG, "a", "AccessTime", periods=2)
+    op = stats.ops.get(CFG, "a", "AccessTime", periods=2)
     (request,) = next(op)
     assert request.commands[-1] == ("TIME",)
     keys = [command[1] for command in request.commands[:-1]]
@@ -132,7 +132,7 @@ def test_reads_ask_the_server_for_its_time_along_with_the_guess() -> None:
 
 
 def test_a_read_on_the_wrong_side_of_the_hour_is_read_again() -> None:
-    op = stats.get(CFG, "a", "AccessTime")
+    op = stats.ops.get(CFG, "a", "AccessTime")
     next(op)
     again = op.send([[[], [str(START + 3600).encode(), b"5"]]])
     (request,) = again
@@ -147,22 +147,22 @@ def test_a_read_on_the_wrong_side_of_the_hour_is_read_again() -> None:
 
 def test_periods_n_and_by_are_checked() -> None:
     with pytest.raises(InvalidInput, match="periods"):
-        next(stats.get(CFG, "a", "AccessTime", periods=26))
+        next(stats.ops.get(CFG, "a", "AccessTime", periods=26))
     with pytest.raises(InvalidInput, match="n"):
-        next(stats.slowest(CFG, n=0))
+        next(stats.ops.slowest(CFG, n=0))
     with pytest.raises(InvalidInput, match="not ranked"):
-        next(stats.slowest(CFG, type="Basket"))
+        next(stats.ops.slowest(CFG, type="Basket"))
     for by in ("median", "p", "p101", "pxx", 95):
         with pytest.raises(InvalidInput, match="by"):
-            next(stats.slowest(CFG, by=by))  # type: ignore[arg-type]
+            next(stats.ops.slowest(CFG, by=by))  # type: ignore[arg-type]
     no_histograms = Config(stats=StatsSettings(histograms=False), clock=CFG.clock)
     with pytest.raises(InvalidInput, match="histograms"):
-        next(stats.slowest(no_histograms, by="p95"))
+        next(stats.ops.slowest(no_histograms, by="p95"))
 
 
 def test_slowest_reads_the_listed_contexts_then_scores_their_records() -> None:
     cfg = Config(prefix="p", stats=StatsSettings(shards=2), clock=CFG.clock)
-    op = stats.slowest(cfg, n=2, periods=2)
+    op = stats.ops.slowest(cfg, n=2, periods=2)
     first = next(op)
     assert [[c[0] for c in r.commands] for r in first] == [
         ["SMEMBERS", "SMEMBERS", "TIME"],  # the server's time rides along
@@ -187,10 +187,10 @@ def test_slowest_reads_the_listed_contexts_then_scores_their_records() -> None:
     assert done.value.value == [("/c", 8.0), ("/b", 5.0)]
 
 
-def summary_of(values: list[float]) -> stats.Summary:
-    summary = stats.Summary("c", "T", 0, 1)
+def summary_of(values: list[float]) -> stats.ops.Summary:
+    summary = stats.ops.Summary("c", "T", 0, 1)
     for value in values:
-        one = stats.Summary("c", "T", 0, 1, 1, value, 0.0, value, value)
+        one = stats.ops.Summary("c", "T", 0, 1, 1, value, 0.0, value, value)
         summary = summary.merge(one)
     return summary
 
@@ -200,7 +200,7 @@ def summary_of(values: list[float]) -> stats.Summary:
 def test_merged_periods_give_the_statistics_of_all_their_values(
     periods: list[list[int]],
 ) -> None:
-    merged = stats.Summary("c", "T", 0, 1)
+    merged = stats.ops.Summary("c", "T", 0, 1)
     for values in periods:
         merged = merged.merge(summary_of([float(v) for v in values]))
     everything = [v for values in periods for v in values]

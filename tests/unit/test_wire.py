@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from redis import exceptions as rx
 
-from tests.helpers import drive
+from tests.helpers.ops import drive
 from webtier._core.actions import Address, Batch, Locate, Outcome, Refresh, Send, Sleep
 from webtier._core.protocol import Gather, Request, ScriptCall, read, write
 from webtier._core.scripts import Script

@@ -1,7 +1,9 @@
-"""Lua scripts, one file each in ``webtier/_core/lua``, run by SHA.
+"""Lua scripts, one file each in the folder of the capability that runs it,
+run by SHA.
 
-A script is loaded from the package once, at import of the module that uses
-it, and kept as an immutable value; there is no registry. The transport sends
+A script is loaded from its package once, at import of the module that uses
+it (``Script.load(__package__, "counter_record")``), and kept as an
+immutable value; there is no registry. The transport sends
 ``EVALSHA`` and, when a server answers ``NOSCRIPT`` (restarted, flushed, or a
 promoted Cluster replica that never saw ``SCRIPT LOAD``), loads the source on
 that node and sends the call again: a NOSCRIPT call was never run, so this is
@@ -16,8 +18,8 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 
 
-def _read(name: str) -> bytes:
-    return files("webtier._core.lua").joinpath(f"{name}.lua").read_bytes()
+def _read(package: str, name: str) -> bytes:
+    return files(package).joinpath(f"{name}.lua").read_bytes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +29,13 @@ class Script:
     sha: str
 
     @classmethod
-    def load(cls, name: str, *, prelude: str | None = None) -> Script:
-        """The script ``<name>.lua``, after ``<prelude>.lua`` when given: the
-        functions several scripts share live once, in the prelude."""
-        source = _read(name) if prelude is None else _read(prelude) + _read(name)
+    def load(cls, package: str, name: str, *, prelude: str | None = None) -> Script:
+        """The script ``<name>.lua`` of ``package`` (the caller's
+        ``__package__``), after ``<prelude>.lua`` of the same package when
+        given: the functions several scripts share live once, in the prelude."""
+        source = _read(package, name)
+        if prelude is not None:
+            source = _read(package, prelude) + source
         return cls(name, source, hashlib.sha1(source).hexdigest())  # noqa: S324 (Redis names scripts by SHA-1)
 
     def constant(self, name: str) -> int:

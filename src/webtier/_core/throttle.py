@@ -3,6 +3,7 @@ the same way, and a line per request would drown the log."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -28,3 +29,28 @@ class Throttle:
                 return 0
             count, self._count, self._last = self._count, 0, now
             return count
+
+
+class OutageLog:
+    """The warning a capability logs when Redis fails it where the caller
+    must not see the failure (a page served uncached, a duration not
+    recorded): the first failure at once, then at most one line per
+    ``every`` seconds with how many failed meanwhile, never a line per
+    request. ``what`` says what the failure cost, on the logger ``logger``."""
+
+    def __init__(self, logger: str, every: float, what: str) -> None:
+        self._log = logging.getLogger(logger)
+        self._throttle = Throttle(every)
+        self._what = what
+
+    def failed(self, error: BaseException, detail: str = "") -> None:
+        """Count one failure; log it if a line is due. ``detail`` is added
+        to the count (which request, what it was served)."""
+        if count := self._throttle.due():
+            self._log.warning(
+                "%s (%d since the last report%s): %s",
+                self._what,
+                count,
+                f", {detail}" if detail else "",
+                error,
+            )

@@ -11,7 +11,6 @@ puts them together. Needs the ``cli`` extra (click and rich).
 
 from __future__ import annotations
 
-from webtier._core.compat import moved
 from webtier._core.extras import extra_needed
 
 # Before the command modules, which import click: without it, one line.
@@ -38,17 +37,6 @@ from webtier.cli.group import LazyCommand, main
 from webtier.cli.settings import settings
 
 __all__ = ["main"]
-
-# Names of the single-module CLI this package replaced.
-__getattr__ = moved(
-    __name__,
-    {
-        "Edge": "webtier.cli.shared:SharedOptions",
-        "pass_edge": "webtier.cli.shared:pass_options",
-        "shop_db_path": "webtier.cli.shared:shop_db_path",
-        "stop_on_signals": "webtier.cli.signals:stop_on_signals",
-    },
-)
 
 
 for command in (

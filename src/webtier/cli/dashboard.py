@@ -95,7 +95,7 @@ def metrics(options: SharedOptions, precision: int, periods: int, openmetrics: b
         from webtier.metrics import Settings, exposition_of, read_snapshot
 
     with options.tier(with_rows=True) as tier:
-        from webtier._ops.overview import check_precision
+        from webtier.overview import check_precision
 
         check_precision(tier.config, precision)
         snapshot = tier.transport.run(read_snapshot(tier.config, Settings(precision, periods)))

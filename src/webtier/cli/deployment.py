@@ -13,9 +13,9 @@ never stores them (a worker, a writer, does).
 
 from __future__ import annotations
 
-from webtier._ops.deployment import refuse_differences
 from webtier.config import Config
-from webtier.config.deployment import following, layout
+from webtier.deployment.layout import following, layout
+from webtier.deployment.ops import refuse_differences
 from webtier.sync import WebTier
 
 FIX = (

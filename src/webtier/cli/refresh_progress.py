@@ -7,7 +7,7 @@ import threading
 
 from webtier.cli.progress import progress
 from webtier.cli.shared import SharedOptions
-from webtier.rowsource import Source
+from webtier.rows import Source
 from webtier.sync import WebTier
 from webtier.types import RefreshReport
 

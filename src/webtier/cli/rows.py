@@ -62,7 +62,7 @@ def init(options: SharedOptions, items: int, reset: bool) -> None:
         import sqlalchemy as sa
 
     from webtier.demo import shopdb
-    from webtier.sqlsource import open_engine
+    from webtier.rows.sql import open_engine
 
     try:
         engine = open_engine(options.database_url(), create=True)

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 import click
 
-from webtier._ops.deployment import VERSION
 from webtier.cli.shared import SharedOptions, confirm, pass_options
 from webtier.config import Config
-from webtier.config.deployment import LAYOUT, differences, following, layout, parse
 from webtier.connect import open as open_tier
+from webtier.deployment.layout import LAYOUT, differences, following, layout, parse
+from webtier.deployment.ops import VERSION
 from webtier.errors import ConfigError, WebtierError
 from webtier.sync import WebTier
 from webtier.types import DeploymentSettings

@@ -19,8 +19,8 @@ from webtier.embedded import default_data_dir
 from webtier.sync import WebTier
 
 if TYPE_CHECKING:
-    from webtier.rowsource import Source
-    from webtier.sqlsource import SqlSource
+    from webtier.rows import Source
+    from webtier.rows.sql import SqlSource
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING
 from webtier._core.deadline import check_limit
 from webtier._core.keys import check_stat_type
 from webtier.errors import ConfigError, InvalidInput
-from webtier.histogram import sub_buckets_for
 
 if TYPE_CHECKING:
-    from webtier.rowsource import Source
+    from webtier.rows.source import Source
 
 from webtier.config.validate import is_int, is_seconds, require
 
@@ -164,6 +163,14 @@ class RowSettings:
 # -- statistics and access time ----------------------------------------------------------
 
 ACCESS_TIME = "AccessTime"  # the book's type for timed blocks
+
+
+def sub_buckets_for(relative_error: float) -> int:
+    """The fewest buckets per power of two keeping ``relative_error``: the
+    layout of a histogram (:mod:`webtier.stats.histogram`) of that error."""
+    if not 0.0005 <= relative_error <= 0.25:
+        raise ConfigError(f"relative_error must be in [0.0005, 0.25] (got {relative_error!r})")
+    return math.ceil((1 / relative_error - 1) / 2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from webtier.connect import open_async
 from webtier.demo import shopdb
 from webtier.demo.shop import ShopSettings
 from webtier.errors import ConfigError
-from webtier.sqlsource import open_engine, shown
+from webtier.rows.sql import open_engine, shown
 
 with extra_needed("shop", "the demo shop"):
     import sqlalchemy as sa

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from webtier._core.extras import extra_needed
-from webtier.sqlsource import SqlSource
+from webtier.rows.sql import SqlSource
 
 with extra_needed("sql", "the demo shop's database"):
     import sqlalchemy as sa

@@ -9,19 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 
-def lazy(
-    module: str, names: dict[str, str], then: Callable[[str], Any] | None = None
-) -> Callable[[str], Any]:
+def lazy(module: str, names: dict[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` importing each name of ``names`` from the
-    module given for it on first use; any other name goes to ``then`` (the
-    deprecated aliases), else is an AttributeError."""
+    module given for it on first use; any other name is an AttributeError."""
 
     def __getattr__(name: str) -> Any:
         home = names.get(name)
         if home is not None:
             return getattr(importlib.import_module(home), name)
-        if then is not None:
-            return then(name)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__

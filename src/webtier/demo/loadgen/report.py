@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from webtier.histogram import Histogram, bucket_of, sub_buckets_for
+from webtier.config import StatsSettings
+from webtier.stats.histogram import Histogram, bucket_of
 
 if TYPE_CHECKING:
     from rich.table import Table
 
 # Latency percentiles within 1 % of the true value.
-SUB_BUCKETS = sub_buckets_for(0.01)
+SUB_BUCKETS = StatsSettings(relative_error=0.01).sub_buckets
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
 # Order ids kept for checking (the count goes on beyond).
 ORDER_IDS_KEPT = 100_000

@@ -27,7 +27,7 @@ from webtier._core.extras import extra_needed
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import ANALYTICS_COOKIES, Config
 from webtier.demo.shop.settings import SESSION_COOKIE, ShopSettings
-from webtier.pagerules import CacheRoute, PageRequest, PageRules, Plan
+from webtier.pagecache import CacheRoute, PageRequest, PageRules, Plan
 
 # The shop's modules import what the ``shop`` extra brings (Starlette,
 # Jinja2, asgi-csrf, SQLAlchemy...): without it, one line naming the extra.
@@ -50,7 +50,7 @@ with extra_needed("shop", "the demo shop"):
         TokenFill,
         csrf_protected,
     )
-    from webtier.sqlsource import open_engine
+    from webtier.rows.sql import open_engine
     from webtier.web import pagecache, sessions, timing
 
 POSTS = ("/cart", "/login", "/logout", "/checkout", "/account/logout-everywhere")

@@ -23,7 +23,7 @@ from starlette.templating import Jinja2Templates
 
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.demo.shop.settings import FLASH_SALE_ITEMS, SESSION_COOKIE, ShopSettings
-from webtier.sqlsource import SqlSource
+from webtier.rows.sql import SqlSource
 from webtier.web.sessions import AsyncSession
 
 T = TypeVar("T")

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config
 from webtier.demo.shop.settings import FLASH_SALE_ITEMS, ShopSettings
-from webtier.sqlsource import SqlSource
+from webtier.rows.sql import SqlSource
 from webtier.workers import AsyncWorker
 
 log = logging.getLogger("webtier.shop")

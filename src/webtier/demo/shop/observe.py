@@ -15,9 +15,9 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webtier.aio import WebTier as AsyncWebTier
+from webtier.counters import AsyncRecorder
 from webtier.demo.shop.settings import SESSION_COOKIE
 from webtier.errors import WebtierError
-from webtier.recorder import AsyncRecorder
 from webtier.web.sessions.adapter import header_values
 from webtier.web.timing.asgi import starlette_route
 from webtier.web.timing.core import UNMATCHED

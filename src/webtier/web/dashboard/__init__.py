@@ -19,7 +19,7 @@ from importlib import resources
 from webtier._core.extras import extra_needed
 from webtier.aio import WebTier
 from webtier.metrics import MetricsApp, Settings
-from webtier.pagerules import PageRules
+from webtier.pagecache import PageRules
 
 with extra_needed("dashboard", "the dashboard"):
     from jinja2 import Environment, FileSystemLoader, select_autoescape

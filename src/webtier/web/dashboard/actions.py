@@ -10,7 +10,7 @@ from starlette.requests import Request
 
 from webtier.aio import WebTier
 from webtier.errors import InvalidInput
-from webtier.pagerules import PageRules
+from webtier.pagecache import PageRules
 
 
 def purge(rules: PageRules | None) -> Callable[[WebTier, Request], Awaitable[dict[str, Any]]]:

@@ -1,6 +1,6 @@
 """The JSON behind the dashboard's charts and tables.
 
-Every endpoint runs one reader of :mod:`webtier._ops.overview`, a fixed
+Every endpoint runs one reader of :mod:`webtier.overview`, a fixed
 number of round trips whatever the number of counters. Answers: 200 with
 the data, 400 for a malformed query, 404 for a counter or a context Redis
 does not know, 503 ``{"error": "Redis unreachable"}`` when it cannot be
@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from webtier._ops import overview
+from webtier import overview
 from webtier.aio import WebTier
 from webtier.config import ACCESS_TIME
 from webtier.errors import InvalidInput, WebtierError

@@ -2,7 +2,7 @@
 may be stored, what a cached page is answered with, outage logs) and a thin
 adapter per kind of app: ``asgi`` (:class:`ASGIMiddleware`: Starlette,
 FastAPI), ``wsgi`` (:class:`WSGIMiddleware`), ``flask`` (``install(app,
-tier, rules)``). The operations are :mod:`webtier._ops.pagecache`, run by
+tier, rules)``). The operations are :mod:`webtier.pagecache.ops`, run by
 the tier's transport."""
 
 from typing import TYPE_CHECKING

@@ -23,14 +23,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from webtier import pagecache
 from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
 from webtier._core.protocol import Call
-from webtier._ops import pagecache
 from webtier.aio import WebTier as AsyncWebTier
+from webtier.counters import AsyncRecorder
 from webtier.errors import WebtierError
-from webtier.pagerules import PageRequest, PageRules, Plan
-from webtier.recorder import AsyncRecorder
+from webtier.pagecache import PageRequest, PageRules, Plan
 from webtier.types import CacheStatus, Rendered, Served
 from webtier.web.pagecache import policy
 
@@ -128,9 +128,9 @@ class ASGIMiddleware:
         limit = self.policy.settings.time_limit
         try:
             with time_limit(limit):
-                copy, admission = await run(pagecache.lookup(self.tier.config, plan))
+                copy, admission = await run(pagecache.ops.lookup(self.tier.config, plan))
         except WebtierError as error:
-            self.policy.outage.report(error)
+            self.policy.outage.failed(error)
             await self._done(Served("MISS", rendered=await render()), request, send, render)
             return
         leader = self._inflight.get(plan.digest) if copy is None else None
@@ -153,12 +153,12 @@ class ASGIMiddleware:
         try:
             with time_limit(limit):
                 served = await run(
-                    pagecache.answer(
+                    pagecache.ops.answer(
                         self.tier.config, plan, Call(_no_thread, render), copy, admission=admission
                     )
                 )
         except WebtierError as error:
-            self.policy.outage.report(error)
+            self.policy.outage.failed(error)
             served = Served("MISS", rendered=render.result or await render())
         finally:
             if leading:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webtier.pagerules import PageRules
+from webtier.pagecache import PageRules
 from webtier.sync import WebTier
 from webtier.web.pagecache.wsgi import WSGIMiddleware
 

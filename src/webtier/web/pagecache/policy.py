@@ -12,11 +12,12 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 
-from webtier._core.throttle import Throttle
-from webtier._ops.pagecache import stored_headers
+from webtier._core.throttle import OutageLog, Throttle
 from webtier.config import Config, PageCacheSettings
 from webtier.errors import ConfigError
-from webtier.pagerules import PageRequest, PageRules, Plan, cache_directives
+from webtier.pagecache import PageRequest, PageRules, Plan
+from webtier.pagecache.copies import stored_headers
+from webtier.pagecache.request import cache_directives
 from webtier.types import CacheStatus, Page, Rendered
 
 log = logging.getLogger("webtier.pagecache")
@@ -126,7 +127,11 @@ class Policy:
         self.config = config
         self.rules = rules
         self.settings = config.pagecache
-        self.outage = OutageLog(self.settings.error_interval)
+        self.outage = OutageLog(
+            "webtier.pagecache",
+            self.settings.error_interval,
+            "page cache: Redis unavailable, serving uncached",
+        )
         self.unkeyed = UnkeyedLog(self.settings.error_interval)
 
     def plan(self, request: PageRequest) -> Plan | None:
@@ -141,22 +146,6 @@ class Policy:
         if not self.settings.counters:
             return ()
         return (COUNTERS[outcome], RENDERS) if rendered else (COUNTERS[outcome],)
-
-
-class OutageLog:
-    """Logs Redis being unavailable at most once per interval (thread-safe):
-    during an outage every request would otherwise log the same line."""
-
-    def __init__(self, interval: float) -> None:
-        self._throttle = Throttle(interval)
-
-    def report(self, error: BaseException) -> None:
-        if count := self._throttle.due():
-            log.warning(
-                "page cache: Redis unavailable, serving uncached (%s; %d more since last report)",
-                error,
-                count - 1,
-            )
 
 
 class UnkeyedLog:

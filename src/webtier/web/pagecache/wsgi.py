@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
 from typing import Any, TypeAlias
 
+from webtier import pagecache
 from webtier._core.deadline import time_limit
 from webtier._core.protocol import Call
-from webtier._ops import pagecache
 from webtier.config import PageCacheSettings
+from webtier.counters import Recorder
 from webtier.errors import WebtierError
-from webtier.pagerules import PageRequest, PageRules, Plan
-from webtier.recorder import Recorder
+from webtier.pagecache import PageRequest, PageRules, Plan
 from webtier.sync import WebTier
 from webtier.types import Rendered, Served
 from webtier.web.pagecache import policy
@@ -148,10 +148,10 @@ class WSGIMiddleware:
         try:
             with time_limit(self.policy.settings.time_limit):
                 served = self.tier.transport.run(
-                    pagecache.serve(self.tier.config, plan, Call(render))
+                    pagecache.ops.serve(self.tier.config, plan, Call(render))
                 )
         except WebtierError as error:
-            self.policy.outage.report(error)
+            self.policy.outage.failed(error)
             served = Served("MISS", rendered=render.result or render())
         if self.recorder is not None:
             for name in self.policy.counters(served.outcome, render.result is not None):

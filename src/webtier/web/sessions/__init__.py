@@ -6,7 +6,8 @@ and a thin adapter per kind of app.
 - ``outage``: the throttled log and the 503 while Redis is away;
 - ``state``: one request's view of its session;
 - ``flows``: the session's logic, as operations the tier's transport runs;
-- ``session``: :class:`Session` / :class:`AsyncSession`, what handlers get;
+- ``aio``: :class:`AsyncSession`, what handlers get on an asyncio tier;
+  ``sync``: :class:`Session`, its sync twin, generated from ``aio``;
 - ``adapter``: what the middlewares share;
 - ``asgi``: :class:`ASGIMiddleware` (Starlette, FastAPI), ``wsgi``:
   :class:`WSGIMiddleware`, ``flask``: ``install(app, tier)``, ``django``:
@@ -20,8 +21,9 @@ from webtier.web._lazy import lazy
 
 # The framework adapters import their framework only when called.
 from webtier.web.sessions import django, flask
+from webtier.web.sessions.aio import AsyncSession
 from webtier.web.sessions.options import SESSION_KEY, SessionOptions
-from webtier.web.sessions.session import AsyncSession, Session
+from webtier.web.sessions.sync import Session
 from webtier.web.sessions.wsgi import WSGIMiddleware, session_of
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from webtier.errors import RedisUnavailable
 from webtier.web.sessions.options import SessionOptions
-from webtier.web.sessions.outage import OutageLog, unavailable_headers
+from webtier.web.sessions.outage import outage_log, unavailable_headers
 from webtier.web.sessions.state import SessionState
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class Adapter(Generic[TierT]):
     ) -> None:
         self.tier: TierT = tier
         self.options = options or SessionOptions(**settings)
-        self.outages = OutageLog(self.options.log_every)
+        self.outages = outage_log(self.options.log_every)
         # Touch often enough that a session in use never reaches the tier's
         # idle timeout between two touches.
         idle = tier.config.sessions.idle_timeout

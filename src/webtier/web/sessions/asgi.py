@@ -28,10 +28,10 @@ from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.web.sessions.adapter import Adapter, header_values, merge_headers
+from webtier.web.sessions.aio import AsyncSession
 from webtier.web.sessions.cookie import Where, came_through_proxy
 from webtier.web.sessions.options import SESSION_KEY, SessionOptions
 from webtier.web.sessions.outage import UNAVAILABLE_BODY
-from webtier.web.sessions.session import AsyncSession
 
 with extra_needed("web", "the ASGI session middleware"):
     # At run time: FastAPI reads request_session's annotation to inject the request.

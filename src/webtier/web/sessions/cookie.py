@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from http.cookies import Morsel
 
-from webtier.sessions import is_token
+from webtier.sessions.tokens import is_token
 from webtier.web.sessions.options import SessionOptions
 
 _MAC = re.compile(r"[A-Za-z0-9_-]{43}")  # an unpadded URL-safe base64 SHA-256

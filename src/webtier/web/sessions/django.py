@@ -27,7 +27,7 @@ from webtier.sync import WebTier
 from webtier.web.sessions.adapter import Adapter, environ_headers
 from webtier.web.sessions.cookie import Where, came_through_proxy
 from webtier.web.sessions.outage import UNAVAILABLE_BODY
-from webtier.web.sessions.session import Session
+from webtier.web.sessions.sync import Session
 
 
 class Middleware(Adapter[WebTier]):

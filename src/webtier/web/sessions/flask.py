@@ -21,7 +21,7 @@ from typing import Any
 
 from webtier.errors import RedisUnavailable
 from webtier.sync import WebTier
-from webtier.web.sessions.session import Session
+from webtier.web.sessions.sync import Session
 from webtier.web.sessions.wsgi import WSGIMiddleware, session_of
 
 

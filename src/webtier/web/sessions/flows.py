@@ -21,12 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from webtier import sessions
 from webtier._core.protocol import Op, text
-from webtier._ops import carts
-from webtier._ops import sessions as session_ops
 from webtier.config import Config
 from webtier.errors import LateCookie, PartiallyApplied, RedisUnavailable, UnknownSession
-from webtier.sessions import CartPolicy
+from webtier.sessions.tokens import CartPolicy
 from webtier.types import LoginResult
 from webtier.web.sessions.state import SessionState
 
@@ -43,7 +42,7 @@ def load(cfg: Config, state: SessionState) -> Op[str | None]:
     if state.token is None:
         return None
     try:
-        fields = yield from session_ops.load(cfg, state.token, state.refresh_after)
+        fields = yield from sessions.ops.load(cfg, state.token, state.refresh_after)
     except RedisUnavailable as error:
         if state.options.on_outage == "fail":
             state.loaded = False
@@ -77,7 +76,7 @@ def _ensure(cfg: Config, state: SessionState) -> Op[str]:
         raise state.degraded  # writes need the store
     if state.token is None:
         _cookie_can_change(state)
-        state.token = yield from session_ops.new(cfg)
+        state.token = yield from sessions.ops.new(cfg)
         state.cookie, state.fields = "set", {}
     return state.token
 
@@ -88,7 +87,7 @@ def _fields(cfg: Config, state: SessionState) -> Op[Mapping[str, bytes]]:
     if token is None:
         return {}
     if state.fields is None:  # a login's new session, read once
-        state.fields = (yield from session_ops.load(cfg, token, state.refresh_after)) or {}
+        state.fields = (yield from sessions.ops.load(cfg, token, state.refresh_after)) or {}
     return state.fields
 
 
@@ -106,7 +105,7 @@ def user(cfg: Config, state: SessionState) -> Op[str | None]:
 
 
 def data(cfg: Config, state: SessionState) -> Op[dict[str, Any]]:
-    return session_ops.data_of((yield from _fields(cfg, state)))
+    return sessions.ops.data_of((yield from _fields(cfg, state)))
 
 
 def get(cfg: Config, state: SessionState, name: str, default: Any = None) -> Op[Any]:
@@ -128,7 +127,7 @@ def _write(cfg: Config, state: SessionState, write: Callable[[str], Op[T]]) -> O
 
 def update(cfg: Config, state: SessionState, values: Mapping[str, Any]) -> Op[None]:
     written = yield from _write(
-        cfg, state, lambda token: session_ops.update_fields(cfg, token, dict(values))
+        cfg, state, lambda token: sessions.ops.update_fields(cfg, token, dict(values))
     )
     _held(state).update(written)
 
@@ -136,12 +135,12 @@ def update(cfg: Config, state: SessionState, values: Mapping[str, Any]) -> Op[No
 def discard(cfg: Config, state: SessionState, *names: str) -> Op[None]:
     token = yield from _live(cfg, state)
     if token is not None:
-        yield from session_ops.discard(cfg, token, *names)
+        yield from sessions.ops.discard(cfg, token, *names)
         _drop(state, lambda field: field[1:] in names and field[0] == "d")
 
 
 def recently_viewed(cfg: Config, state: SessionState) -> Op[list[str]]:
-    return session_ops.viewed_of(cfg, (yield from _fields(cfg, state)))
+    return sessions.ops.viewed_of(cfg, (yield from _fields(cfg, state)))
 
 
 def record_view(cfg: Config, state: SessionState, item: str) -> Op[None]:
@@ -158,10 +157,10 @@ def record_view(cfg: Config, state: SessionState, item: str) -> Op[None]:
             raise
         return
     try:
-        if not (yield from session_ops.touch(cfg, token, item=item, views=state.views)):
+        if not (yield from sessions.ops.touch(cfg, token, item=item, views=state.views)):
             _forget(state)  # the session ended meanwhile: the view goes to a new one
             token = yield from _ensure(cfg, state)
-            yield from session_ops.touch(cfg, token, item=item, views=state.views)
+            yield from sessions.ops.touch(cfg, token, item=item, views=state.views)
     except PartiallyApplied as error:
         if "session" not in error.applied:
             raise
@@ -174,12 +173,12 @@ def record_view(cfg: Config, state: SessionState, item: str) -> Op[None]:
 
 
 def cart(cfg: Config, state: SessionState) -> Op[dict[str, int]]:
-    return session_ops.cart_of((yield from _fields(cfg, state)))
+    return sessions.users.cart_of((yield from _fields(cfg, state)))
 
 
 def set_cart(cfg: Config, state: SessionState, item: str, count: int) -> Op[None]:
     """Sets the count of ``item`` in the cart (0 or less removes it)."""
-    yield from _write(cfg, state, lambda token: carts.set(cfg, token, item, count))
+    yield from _write(cfg, state, lambda token: sessions.carts.set(cfg, token, item, count))
     if count > 0:
         _held(state)[f"k{item}"] = str(int(count)).encode()
     else:
@@ -189,7 +188,7 @@ def set_cart(cfg: Config, state: SessionState, item: str, count: int) -> Op[None
 def clear_cart(cfg: Config, state: SessionState) -> Op[None]:
     token = yield from _live(cfg, state)
     if token is not None:
-        yield from carts.clear(cfg, token)
+        yield from sessions.carts.clear(cfg, token)
         _drop(state, lambda field: len(field) > 1 and field[0] == "k")
 
 
@@ -220,11 +219,11 @@ def login(
     result = None
     if token is not None:
         try:
-            result = yield from session_ops.login(cfg, token, user, cart_policy=cart_policy)
+            result = yield from sessions.users.login(cfg, token, user, cart_policy=cart_policy)
         except UnknownSession:
             _forget(state)
     if result is None:
-        state.token = yield from session_ops.new(cfg, user=user)
+        state.token = yield from sessions.ops.new(cfg, user=user)
         state.fields = {}
     else:
         # Data and viewed items carried over, the cart merged with the
@@ -239,7 +238,7 @@ def logout(cfg: Config, state: SessionState) -> Op[None]:
     _cookie_can_change(state)
     token = state.token
     if token is not None:
-        yield from session_ops.logout(cfg, token)
+        yield from sessions.users.logout(cfg, token)
     state.loaded, state.token, state.user, state.fields = True, None, None, None
     if state.cookie_came or token is not None:
         state.cookie = "clear"

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from http.cookies import Morsel
 from typing import Literal
 
-from webtier._ops.sessions import ViewCounting
+from webtier._core.throttle import OutageLog
 from webtier.errors import RedisUnavailable
+from webtier.sessions.layout import ViewCounting
 from webtier.web.sessions.cookie import Where, cookie_morsel, decode, encode
 from webtier.web.sessions.options import SessionOptions
-from webtier.web.sessions.outage import OutageLog
 
 
 @dataclass

@@ -24,7 +24,7 @@ from webtier.web.sessions.adapter import Adapter, environ_headers, merge_headers
 from webtier.web.sessions.cookie import Where, came_through_proxy
 from webtier.web.sessions.options import SESSION_KEY, SessionOptions
 from webtier.web.sessions.outage import UNAVAILABLE_BODY
-from webtier.web.sessions.session import Session
+from webtier.web.sessions.sync import Session
 
 Environ: TypeAlias = dict[str, Any]
 StartResponse: TypeAlias = Callable[..., Any]

@@ -13,7 +13,7 @@ responses are timed whole. Recording happens after the response is sent, and
 a failure to record is logged, never raised into the app.
 
 Durations are batched by default: each request adds its own to an
-in-process statistics recorder (:mod:`webtier.statsrecorder`), flushed every
+in-process statistics recorder (:class:`webtier.stats.StatsRecorder`), flushed every
 ``flush_interval`` (0.1) seconds with one script call per route, and on
 shutdown (ASGI: the lifespan's, or ``await middleware.aclose()``; WSGI: at
 exit, or ``middleware.close()``). ``batched=False``: one round trip per
@@ -36,7 +36,6 @@ One shared core (``core``: recording as an operation) and thin adapters:
 
 from typing import TYPE_CHECKING
 
-from webtier._core.compat import moved
 from webtier.web._lazy import lazy
 
 # Flask is imported only when install() runs.
@@ -58,16 +57,7 @@ __all__ = [
 ]
 
 # The ASGI adapter needs Starlette (webtier[web]): imported on first use.
-# The old names are deprecated aliases.
 __getattr__ = lazy(
     __name__,
     {"ASGIMiddleware": "webtier.web.timing.asgi", "starlette_route": "webtier.web.timing.asgi"},
-    then=moved(
-        __name__,
-        {
-            "AccessTimeMiddleware": "webtier.web.timing:ASGIMiddleware",
-            "WSGIAccessTime": "webtier.web.timing:WSGIMiddleware",
-            "time_flask": "webtier.web.timing.flask:install",
-        },
-    ),
 )

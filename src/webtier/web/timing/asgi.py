@@ -27,10 +27,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from webtier._core.deadline import check_limit, time_limit
+from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
-from webtier.recorder import check_interval
-from webtier.web.timing.core import FLUSH_INTERVAL, UNMATCHED, batch, record
+from webtier.web.timing.core import FLUSH_INTERVAL, UNMATCHED, Timing, record
 
 with extra_needed("web", "the access time middleware"):
     from starlette.routing import BaseRoute, Host, Match, Mount
@@ -38,7 +37,7 @@ with extra_needed("web", "the access time middleware"):
 
 if TYPE_CHECKING:
     from webtier.aio import WebTier as AsyncWebTier
-    from webtier.statsrecorder import AsyncStatsRecorder
+    from webtier.stats import AsyncStatsRecorder
 
 
 # -- route templates -----------------------------------------------------------------------
@@ -98,7 +97,7 @@ def _leaf(route: BaseRoute, scope: Scope, prefix: str) -> str | None:
 # -- the middleware ------------------------------------------------------------------------
 
 
-class ASGIMiddleware:
+class ASGIMiddleware(Timing["AsyncWebTier", "AsyncStatsRecorder", Scope]):
     """ASGI middleware recording each HTTP request's duration as the
     ``AccessTime`` of its route's template, on an asyncio tier: batched in
     process by default, or one round trip per request (``batched=False``)."""
@@ -114,20 +113,9 @@ class ASGIMiddleware:
         batched: bool = True,
         flush_interval: float = FLUSH_INTERVAL,
     ) -> None:
-        self.app, self.tier, self.route, self.unmatched = app, tier, route, unmatched
-        # Seconds a record may wait for Redis: a hung server must not hold
-        # the worker long after the response went out (unbatched records).
-        self.time_limit = check_limit(time_limit, "time_limit")
-        self.batched = bool(batched)
-        self.flush_interval = check_interval(flush_interval)
-        self._recorder: AsyncStatsRecorder | None = None
+        super().__init__(tier, route, unmatched, time_limit, batched, flush_interval)
+        self.app = app
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._closed = False
-
-    @property
-    def recorder(self) -> AsyncStatsRecorder | None:
-        """The recorder batching the durations, once a request created it."""
-        return self._recorder
 
     async def aclose(self) -> None:
         """Flush what waits and record each later request directly (one
@@ -182,7 +170,7 @@ class ASGIMiddleware:
 
         return flushing_receive
 
-    def _current_recorder(self) -> AsyncStatsRecorder:
+    def _current(self) -> AsyncStatsRecorder:
         loop = asyncio.get_running_loop()
         recorder = self._recorder
         if recorder is None or self._loop is not loop:
@@ -195,12 +183,8 @@ class ASGIMiddleware:
         return recorder
 
     async def _record(self, scope: Scope, seconds: float, failed: bool) -> None:
-        context = self.route(scope) or self.unmatched
-        if (
-            self.batched
-            and not self._closed
-            and batch(self._current_recorder(), context, seconds, failed)
-        ):
-            return  # batched; else closed meanwhile, recorded directly
+        context = self._batched(scope, seconds, failed)
+        if context is None:
+            return
         with time_limit(self.time_limit):
             await self.tier.transport.run(record(self.tier.config, context, seconds, failed))

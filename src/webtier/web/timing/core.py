@@ -1,15 +1,20 @@
-"""What the timing adapters share: the context of a request no route
-matched, and recording a duration, one round trip per request or batched
-in a recorder, logging a failure instead of raising it into the app."""
+"""What the timing adapters share: their settings and recorder
+(:class:`Timing`), the context of a request no route matched, and recording
+a duration, one round trip per request or batched in a recorder, logging a
+failure instead of raising it into the app."""
 
 from __future__ import annotations
 
-from webtier import timing
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from webtier import stats
+from webtier._core.deadline import check_limit
+from webtier._core.flush import check_interval
 from webtier._core.protocol import Op
-from webtier._ops import stats
 from webtier.config import ACCESS_TIME, Config
 from webtier.errors import WebtierError
-from webtier.statsrecorder import AsyncStatsRecorder, StatsRecorder
+from webtier.stats import AsyncStatsRecorder, StatsRecorder, access_time
 
 UNMATCHED = "<unmatched>"
 
@@ -27,9 +32,9 @@ def record(cfg: Config, context: str, seconds: float, failed: bool) -> Op[None]:
     Timing is observability: a failure to record (Redis away, thrown in
     here by the transport) is logged, never raised over a served page."""
     try:
-        yield from stats.record(cfg, context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
+        yield from stats.ops.record(cfg, context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
     except WebtierError as error:
-        timing.FAILURES.failed(context, error)
+        access_time.FAILURES.failed(error, f"e.g. {context!r}")
 
 
 def batch(
@@ -41,7 +46,54 @@ def batch(
     try:
         recorder.record(context, ACCESS_TIME, max(seconds, 0.0), failed=failed)
     except WebtierError as error:
-        timing.FAILURES.failed(context, error)
+        access_time.FAILURES.failed(error, f"e.g. {context!r}")
     except RuntimeError:  # closed: shutting down
         return False
     return True
+
+
+Tier = TypeVar("Tier")
+Recorder = TypeVar("Recorder", StatsRecorder, AsyncStatsRecorder)
+Request = TypeVar("Request")  # what the route is read from: an ASGI scope, a WSGI environ
+
+
+class Timing(Generic[Tier, Recorder, Request]):
+    """What both timing middlewares hold: the tier, how a request's route
+    is named, the time limit of a direct record, and the recorder that
+    batches the durations (created by a subclass on the first request)."""
+
+    def __init__(
+        self,
+        tier: Tier,
+        route: Callable[[Request], str | None],
+        unmatched: str,
+        time_limit: float | None,
+        batched: bool,
+        flush_interval: float,
+    ) -> None:
+        self.tier, self.route, self.unmatched = tier, route, unmatched
+        # Seconds a record may wait for Redis: a hung server must not hold
+        # the worker long after the response went out (unbatched records).
+        self.time_limit = check_limit(time_limit, "time_limit")
+        self.batched = bool(batched)
+        self.flush_interval = check_interval(flush_interval)
+        self._recorder: Recorder | None = None
+        self._closed = False
+
+    @property
+    def recorder(self) -> Recorder | None:
+        """The recorder batching the durations, once a request created it."""
+        return self._recorder
+
+    def _batched(self, request: Request, seconds: float, failed: bool) -> str | None:
+        """``None`` when the request's duration went to the recorder (no
+        I/O); else the context to record it under directly (unbatched, or
+        the recorder closed meanwhile)."""
+        context = self.route(request) or self.unmatched
+        if self.batched and not self._closed and batch(self._current(), context, seconds, failed):
+            return None
+        return context
+
+    def _current(self) -> Recorder:
+        """The recorder of this process (or loop), created on first use."""
+        raise NotImplementedError

@@ -10,7 +10,7 @@ response, so streamed responses are timed whole. See
 :mod:`webtier.web.timing`.
 
 By default the durations are batched (``batched=True``): each request adds
-its own to an in-process recorder (:class:`~webtier.statsrecorder.StatsRecorder`,
+its own to an in-process recorder (:class:`~webtier.stats.StatsRecorder`,
 flushed by a daemon thread every ``flush_interval`` seconds with one script
 call per route) instead of a round trip per request. The recorder is created
 on the first request, so each process of a pre-forking server (gunicorn)
@@ -29,11 +29,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
-from webtier._core.deadline import check_limit, time_limit
-from webtier.recorder import check_interval
-from webtier.statsrecorder import StatsRecorder
+from webtier._core.deadline import time_limit
+from webtier.stats import StatsRecorder
 from webtier.sync import WebTier
-from webtier.web.timing.core import FLUSH_INTERVAL, ROUTE_KEY, UNMATCHED, batch, record
+from webtier.web.timing.core import FLUSH_INTERVAL, ROUTE_KEY, UNMATCHED, Timing, record
 
 Environ: TypeAlias = dict[str, Any]
 StartResponse: TypeAlias = Callable[..., Any]
@@ -49,7 +48,7 @@ def environ_route(environ: Environ) -> str | None:
 # -- the middleware ------------------------------------------------------------------------
 
 
-class WSGIMiddleware:
+class WSGIMiddleware(Timing[WebTier, StatsRecorder, Environ]):
     """WSGI middleware recording each request's duration as the
     ``AccessTime`` of its route's template, on a sync tier: batched in
     process by default, or one round trip per request (``batched=False``)."""
@@ -65,19 +64,10 @@ class WSGIMiddleware:
         batched: bool = True,
         flush_interval: float = FLUSH_INTERVAL,
     ) -> None:
-        self.app, self.tier, self.route, self.unmatched = app, tier, route, unmatched
-        self.time_limit = check_limit(time_limit, "time_limit")
-        self.batched = bool(batched)
-        self.flush_interval = check_interval(flush_interval)
-        self._recorder: StatsRecorder | None = None
+        super().__init__(tier, route, unmatched, time_limit, batched, flush_interval)
+        self.app = app
         self._pid = 0  # the process that created the recorder
         self._creating = threading.Lock()
-        self._closed = False
-
-    @property
-    def recorder(self) -> StatsRecorder | None:
-        """The recorder batching the durations, once a request created it."""
-        return self._recorder
 
     def close(self) -> None:
         """Flush what waits and record each later request directly (one
@@ -87,7 +77,7 @@ class WSGIMiddleware:
         if recorder is not None and self._pid == os.getpid():
             recorder.close()
 
-    def _current_recorder(self) -> StatsRecorder:
+    def _current(self) -> StatsRecorder:
         recorder = self._recorder
         if recorder is not None and self._pid == os.getpid():
             return recorder
@@ -118,13 +108,9 @@ class WSGIMiddleware:
         return _TimedBody(self, environ, body, started, status)
 
     def record(self, environ: Environ, seconds: float, failed: bool) -> None:
-        context = self.route(environ) or self.unmatched
-        if (
-            self.batched
-            and not self._closed
-            and batch(self._current_recorder(), context, seconds, failed)
-        ):
-            return  # batched; else closed meanwhile, recorded directly
+        context = self._batched(environ, seconds, failed)
+        if context is None:
+            return
         with time_limit(self.time_limit):
             self.tier.transport.run(record(self.tier.config, context, seconds, failed))
 

@@ -1,0 +1,105 @@
+"""The ranking's asyncio API: the ``tier.ranking`` part, the view
+aggregator and the top-N copy it opens.
+:mod:`webtier.ranking.sync` is generated from this module (scripts/unasync.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from webtier._core.facade import Part, async_op
+from webtier._core.flush import AsyncFlusher, AsyncPeriodic
+from webtier._core.protocol import Op, Request
+from webtier.config import Config
+from webtier.errors import WebtierError
+from webtier.ranking import ops
+from webtier.ranking.top_items import TopCopy, log
+from webtier.ranking.views import ViewCounter, ViewRecording
+
+
+class Ranking(Part):
+    """Item views ranked by count (Redis in Action 2.5): see docs/ranking.md."""
+
+    rank = async_op(ops.rank)
+    top = async_op(ops.top)
+    rescale = async_op(ops.rescale)
+
+    def __init__(self, run: Any, config: Config, one_node: bool) -> None:
+        super().__init__(run, config)
+        # How this tier counts views (sessions count theirs through it too).
+        self.views = ViewCounter(config, one_node)
+
+    def view_requests(self, item: str) -> tuple[Request, ...]:
+        """The requests that count one view of ``item``, for other parts to
+        send in their own round trip; ``()`` while an aggregator is open,
+        which counted it in process."""
+        return self.views.requests(item)
+
+    def record_view(self, item: str) -> Coroutine[Any, Any, None]:
+        """Count one view of ``item`` (in process while an aggregator is open)."""
+        return self._run(ops.send(self.view_requests(item)))  # type: ignore[no-any-return]
+
+    def aggregator(
+        self, *, flush_interval: float = 1.0, max_pending: int = 100_000
+    ) -> AsyncViewAggregator:
+        """Count views in process from now on, flushed every ``flush_interval``
+        seconds (see :mod:`webtier.ranking.views`); close it to count in Redis
+        again. The one opened last counts (close the one it replaces).
+        Create it in a running loop."""
+        aggregator = AsyncViewAggregator(
+            self._run, self._config, flush_interval=flush_interval, max_pending=max_pending
+        )
+        self.views.aggregator = aggregator
+        return aggregator
+
+    def top_items(self, n: int = 10_000, *, refresh: float = 5.0) -> AsyncTopItems:
+        """A client-side copy of the ``n`` most viewed items, refreshed every
+        ``refresh`` seconds, for admission checks without a round trip.
+        Create it in a running loop."""
+        return AsyncTopItems(self._run, self._config, n, refresh)
+
+
+class AsyncViewAggregator(ViewRecording, AsyncFlusher):
+    """Views summed in process and flushed from a task: open one with
+    ``tier.ranking.aggregator()``; ``incr(item)`` counts one view."""
+
+
+class AsyncTopItems(TopCopy):
+    """A copy of the ``n`` most viewed items, refreshed from a task every
+    ``refresh`` seconds: open one with ``tier.ranking.top_items()``. It is
+    loaded at once, in the background (``refresh_now()`` waits for a copy):
+    the constructor does no I/O."""
+
+    def __init__(
+        self,
+        run: Callable[[Op[Any]], Coroutine[Any, Any, Any]],
+        config: Config,
+        n: int,
+        refresh: float,
+    ) -> None:
+        super().__init__(config, n, refresh)
+        self._run = run
+        self._refresher = AsyncPeriodic(self._refresh, refresh, "webtier-top-items")
+
+    async def refresh_now(self) -> bool:
+        """Load the set now; False (and the last copy kept) if Redis failed."""
+        try:
+            await self._run(self._load())
+        except WebtierError as error:
+            return self._outcome(error)
+        return self._outcome(None)
+
+    async def aclose(self) -> None:
+        await self._refresher.aclose()
+
+    async def _refresh(self) -> None:
+        try:
+            await self.refresh_now()
+        except Exception:  # the refreshes must outlive a bug in one of them
+            log.exception("top items refresh failed")
+
+    async def __aenter__(self) -> AsyncTopItems:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

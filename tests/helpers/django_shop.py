@@ -1,0 +1,88 @@
+"""A Django app over the session middleware's Django adapter, served over
+HTTP by Werkzeug's server: the views of the session shop (see
+:func:`tests.helpers.web.visit`). Importing this module configures Django."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import django
+from django.conf import settings
+from django.core.handlers.wsgi import WSGIHandler
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import path
+from django.views.decorators.http import require_POST
+
+import webtier
+from tests.helpers.web import described, serving
+
+if not settings.configured:
+    settings.configure(
+        DEBUG=False,
+        SECRET_KEY="only-for-these-tests",
+        ALLOWED_HOSTS=["*"],
+        ROOT_URLCONF=__name__,
+        MIDDLEWARE=["webtier.web.sessions.django.Middleware"],
+        INSTALLED_APPS=[],
+        USE_TZ=True,
+    )
+    django.setup()
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    return HttpResponse("home")
+
+
+def me(request: Any) -> HttpResponse:
+    s = request.webtier_session
+    return JsonResponse(described(s.user(), s.data(), s.cart(), s.recently_viewed()))
+
+
+@require_POST
+def view(request: Any, item: str) -> HttpResponse:
+    request.webtier_session.record_view(item)
+    return HttpResponse("viewed")
+
+
+@require_POST
+def add(request: Any, item: str, count: int) -> HttpResponse:
+    request.webtier_session.set_cart(item, count)
+    return HttpResponse("added")
+
+
+@require_POST
+def remember(request: Any, name: str, value: str) -> HttpResponse:
+    request.webtier_session.update({name: value})
+    return HttpResponse("remembered")
+
+
+@require_POST
+def login(request: Any, user: str) -> HttpResponse:
+    request.webtier_session.login(user)
+    return HttpResponse("welcome")
+
+
+@require_POST
+def logout(request: Any) -> HttpResponse:
+    request.webtier_session.logout()
+    return HttpResponse("bye")
+
+
+urlpatterns = [
+    path("home", home),
+    path("me", me),
+    path("view/<str:item>", view),
+    path("cart/<str:item>/<int:count>", add),
+    path("data/<str:name>/<str:value>", remember),
+    path("login/<str:user>", login),
+    path("logout", logout),
+]
+
+
+@contextlib.contextmanager
+def django_serving(tier: webtier.WebTier, **options: Any) -> Iterator[str]:
+    settings.WEBTIER_SESSIONS = {"tier": tier, **options}
+    with serving(WSGIHandler()) as base:  # loads the middleware with these settings
+        yield base
