@@ -82,9 +82,17 @@ def count_sql(engine: sa.Engine) -> None:
 
 
 def count_round_trips() -> None:
-    """Count each send of redis-py's connections (this process only)."""
+    """Count each send of redis-py's connections and of webtier's own
+    client (this process only)."""
+    from webtier._core.mux.link import Link
+
     sync_send: Any = redis.connection.AbstractConnection.send_packed_command
     async_send: Any = redis.asyncio.connection.AbstractConnection.send_packed_command
+    queue: Any = Link.send
+
+    def queued(self: Any, *args: Any) -> Any:
+        COUNTS.round_trips += 1
+        return queue(self, *args)
 
     def sent(self: Any, *args: Any, **kwargs: Any) -> Any:
         COUNTS.round_trips += 1
@@ -96,6 +104,7 @@ def count_round_trips() -> None:
 
     redis.connection.AbstractConnection.send_packed_command = sent  # type: ignore[method-assign]
     redis.asyncio.connection.AbstractConnection.send_packed_command = sent_async  # type: ignore[method-assign]
+    Link.send = queued  # type: ignore[method-assign,assignment]
 
 
 class Measured:

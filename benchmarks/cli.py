@@ -251,6 +251,20 @@ def cluster_command(**options: Any) -> None:
     run_bench(cluster.TITLE, cluster.run, **options)
 
 
+# -- the asyncio transport ---
+
+
+@bench.command("transport")
+@bench_options
+def transport_command(**options: Any) -> None:
+    """Client CPU per round trip: webtier's asyncio client vs redis-py's (asyncio,
+    pipeline, sync on the loop), 1 and 16 tasks, asyncio and uvloop; AsyncWebTier's
+    operations vs the book's listings on redis-py asyncio."""
+    from benchmarks import transport
+
+    run_bench(transport.TITLE, transport.run, **options)
+
+
 # -- capacity ---
 
 

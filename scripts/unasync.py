@@ -83,8 +83,6 @@ COMMON: list[Rule] = [
     word("__aexit__", "__exit__"),
     word("AsyncFlusher", "SyncFlusher"),
     word("AsyncPeriodic", "SyncPeriodic"),
-    word("AsyncClient", "SyncClient"),
-    word("AsyncTransport", "SyncTransport"),
     word("async_op", "sync_op"),
     word("AsyncRecorder", "Recorder"),
     word("AsyncStatsRecorder", "StatsRecorder"),
@@ -241,9 +239,16 @@ PAIRS = [
         SRC / "sync.py",
         [
             phrase(
-                "The asyncio API: :class:`WebTier` over an asyncio redis-py client.",
+                "The asyncio API: :class:`WebTier` over an asyncio client, webtier's own\n"
+                "(:func:`webtier.connect_async`) or redis-py's.",
                 "The sync API: :class:`WebTier` over a sync redis-py client.",
             ),
+            phrase(
+                "from webtier._core.mux import AnyAsyncClient, async_transport\n",
+                "from webtier._core.drive import SyncClient, SyncTransport\n",
+            ),
+            phrase("client: AnyAsyncClient,", "client: SyncClient,"),
+            phrase("async_transport(client,", "SyncTransport(client,"),
             phrase(
                 ":mod:`webtier.sync` has the same classes and\nmethod names; both",
                 ":mod:`webtier.aio` has the same classes and\nmethod names for asyncio; both",
@@ -253,9 +258,11 @@ PAIRS = [
                 "package's own (``webtier.counters.sync``...)",
             ),
             phrase(
-                "one asyncio redis-py client (``redis.asyncio.Redis`` or\n    "
-                "``redis.asyncio.cluster.",
-                "one sync redis-py client (``redis.Redis`` or\n    ``redis.cluster.",
+                "one asyncio client, which it uses but does not own:\n"
+                "    webtier's own (:func:`webtier.connect_async`), or a redis-py one\n"
+                "    (``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``).",
+                "one sync redis-py client (``redis.Redis`` or\n"
+                "    ``redis.cluster.RedisCluster``), which it uses but does not own.",
             ),
         ],
     ),

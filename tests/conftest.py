@@ -9,8 +9,10 @@ once, as async code: the sync facade runs in a worker thread.
 
 Which targets and APIs a test runs on (``pytest_generate_tests``):
 
-* ``@pytest.mark.matrix``: every target and both APIs (6 runs through
-  ``tier``, 3 through ``redis_url``). Mark a test ``matrix`` when what it
+* ``@pytest.mark.matrix``: every target and both APIs, the asyncio API on
+  webtier's own client (``async``), plus the asyncio API on a redis-py
+  client (``async-redispy``, what a user may pass in) on standalone and
+  Cluster (8 runs through ``tier``, 3 through ``redis_url``). Mark a test ``matrix`` when what it
   proves can differ by target or API: a Lua script's effect (its writes,
   TTLs, fences, what it answers), keys and slots on a Cluster (hash tags,
   names with ``{`` or ``:``, anything spread over several slots or
@@ -191,6 +193,11 @@ def replicated() -> Iterator[RedisCluster]:
 # (for a change to the transport, or a weekly run): WEBTIER_FULL_MATRIX=1.
 FULL_MATRIX = os.environ.get("WEBTIER_FULL_MATRIX") == "1"
 APIS = ["sync", "async"]
+# The asyncio API on a redis-py client (webtier's own is "async"): matrix
+# tests run on it too, on one server and on a Cluster (the two kinds of
+# executor; the server's version changes nothing there).
+REDISPY = "async-redispy"
+REDISPY_TARGETS = ("standalone", "cluster")
 
 
 @pytest.fixture
@@ -201,8 +208,8 @@ def target(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def api(request: pytest.FixtureRequest) -> str:
-    """The API of this test, ``sync`` or ``async`` (parametrized by
-    pytest_generate_tests)."""
+    """The API of this test, ``sync``, ``async`` (webtier's own client) or
+    ``async-redispy`` (parametrized by pytest_generate_tests)."""
     return str(request.param)
 
 
@@ -235,6 +242,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     runs = [
         {"target": target, "api": api, "database": "sqlite"} for target in targets for api in apis
     ]
+    if everywhere and "api" in axes:
+        runs += [
+            {"target": target, "api": REDISPY, "database": "sqlite"}
+            for target in targets
+            if target in REDISPY_TARGETS
+        ]
     if everywhere and not FULL_MATRIX:
         runs.append(once)  # PostgreSQL once: the SQL side is the same on every target
     else:
@@ -314,16 +327,17 @@ async def tier_factory(api: str, redis_url: str) -> AsyncIterator[Any]:
             client = webtier.connect(redis_url)
             made.append(client)
             return InThread(webtier.WebTier(client, config))
-        client = webtier.connect_async(redis_url)
-        made.append(client)
-        return webtier.AsyncWebTier(client, config)
+        which = "redis-py" if api == REDISPY else "webtier"
+        aclient = webtier.connect_async(redis_url, client=which)  # type: ignore[call-overload]
+        made.append(aclient)
+        return webtier.AsyncWebTier(aclient, config)
 
     yield make
     for client in made:
-        if isinstance(client, redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster):
-            await client.aclose()
-        else:
+        if isinstance(client, redis.Redis | redis.cluster.RedisCluster):
             webtier.disconnect(client)
+        else:
+            await client.aclose()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ exception and :mod:`webtier.types` every value the calls return.
 """
 
 from webtier._core.deadline import time_limit
+from webtier._core.mux import MuxClient
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import (
     Config,
@@ -83,6 +84,7 @@ __all__ = [
     "open_async",
     "connect",
     "connect_async",
+    "MuxClient",
     "disconnect",
     "time_limit",
     "EmbeddedRedis",

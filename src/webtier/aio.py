@@ -1,4 +1,5 @@
-"""The asyncio API: :class:`WebTier` over an asyncio redis-py client.
+"""The asyncio API: :class:`WebTier` over an asyncio client, webtier's own
+(:func:`webtier.connect_async`) or redis-py's.
 
 Each capability's part (``tier.counters``, ``tier.sessions``...) is its
 package's own (``webtier.counters.aio``...); this module only puts them
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webtier._core.drive import AsyncClient, AsyncTransport
+from webtier._core.mux import AnyAsyncClient, async_transport
 from webtier.config import Config
 from webtier.counters.aio import Counters
 from webtier.deployment.aio import Deployment
@@ -23,13 +24,14 @@ from webtier.workers.aio import Workers
 
 
 class WebTier:
-    """webtier on one asyncio redis-py client (``redis.asyncio.Redis`` or
-    ``redis.asyncio.cluster.RedisCluster``), which it uses but does not own."""
+    """webtier on one asyncio client, which it uses but does not own:
+    webtier's own (:func:`webtier.connect_async`), or a redis-py one
+    (``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``)."""
 
-    def __init__(self, client: AsyncClient, config: Config | None = None) -> None:
+    def __init__(self, client: AnyAsyncClient, config: Config | None = None) -> None:
         config = config or Config()
         self.client = client
-        self.transport = AsyncTransport(client, config.retry)
+        self.transport = async_transport(client, config.retry)
         # The settings left to the client (the ranking's shards) are decided here.
         self.config = config.for_client(cluster=not self.transport.one_node)
         run: Any = self.transport.run

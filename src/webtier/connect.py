@@ -1,4 +1,6 @@
-"""redis-py clients from one URL, and :func:`open` for a ready WebTier.
+"""Clients from one URL, and :func:`open` for a ready WebTier: redis-py's
+sync clients (:func:`connect`), webtier's own asyncio client or redis-py's
+(:func:`connect_async`).
 
 URL forms (the cluster form is webtier's own; the others are redis-py's):
 
@@ -16,7 +18,8 @@ retry: for webtier's operations webtier retries itself, by the rules of
 ``retry=`` if you want redis-py's. The connections of these clients also
 keep a webtier operation's time limit (:func:`webtier.time_limit`) while
 they connect, so a hung server costs an operation no more than its limit
-even on a new connection.
+even on a new connection (webtier's asyncio client bounds every wait by it:
+see docs/transport.md).
 
 Errors are webtier's: a cluster none of whose seeds answers raises
 :class:`~webtier.errors.RedisUnavailable`; a seed that is not in cluster
@@ -32,7 +35,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast, overload
 from urllib.parse import parse_qs, urlsplit
 
 import redis
@@ -44,6 +47,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from webtier._core.deadline import time_left
+from webtier._core.mux import MuxClient
+from webtier._core.mux.settings import settings_from
 from webtier._core.redis_errors import as_webtier_error
 from webtier._core.tls_check import AsyncTlsChecked, TlsChecked
 from webtier.config import Config
@@ -208,12 +213,46 @@ def _bound(pool: Any) -> None:
     pool.connection_class = _time_bound(pool.connection_class)
 
 
+@overload
 def connect_async(
-    url: str, **options: Any
+    url: str, *, client: Literal["webtier"] = "webtier", **options: Any
+) -> MuxClient: ...
+
+
+@overload
+def connect_async(
+    url: str, *, client: Literal["redis-py"], **options: Any
+) -> redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster: ...
+
+
+def connect_async(
+    url: str, *, client: str = "webtier", **options: Any
+) -> MuxClient | redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster:
+    """An asyncio client for ``url``: webtier's own (:class:`MuxClient`, one
+    auto-pipelined connection per node; see docs/transport.md), or with
+    ``client="redis-py"`` a redis-py client, whose keyword options are
+    redis-py's (on a single server its pool then waits for a free connection
+    when all ``max_connections`` (100) are busy, up to ``pool_timeout``, 20 s).
+
+    webtier's client takes redis-py's connection options (timeouts, TLS,
+    ``client_name``, ``protocol``...) and its own: ``connections`` per node
+    (1), ``max_in_flight`` commands and ``max_queued_bytes`` per connection,
+    past which a burst waits."""
+    if client == "webtier":
+        return _mux_client(url, options)
+    if client != "redis-py":
+        raise ConfigError(f"client must be 'webtier' or 'redis-py', got {client!r}")
+    return _redispy_async(url, options)
+
+
+def _mux_client(url: str, options: dict[str, Any]) -> MuxClient:
+    target = parse(url, **options)
+    return MuxClient(settings_from(target.url, target.options), target.seeds)
+
+
+def _redispy_async(
+    url: str, options: dict[str, Any]
 ) -> redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster:
-    """An asyncio redis-py client for ``url``; keyword options go to redis-py.
-    On a single server its pool waits for a free connection when all
-    ``max_connections`` (100) are busy, up to ``pool_timeout`` (20 s)."""
     target = parse(url, **options)
     if target.cluster:
         nodes = [redis.asyncio.cluster.ClusterNode(h, p) for h, p in target.seeds[1:]]

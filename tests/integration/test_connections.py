@@ -176,7 +176,7 @@ def test_an_asyncio_burst_past_the_pool_waits_for_connections(server: RedisServe
     of 100: they wait their turn, none fails with "Too many connections"."""
 
     async def burst() -> list[object]:
-        client = webtier.connect_async(server.url)
+        client = webtier.connect_async(server.url, client="redis-py")
         try:
             calls = [client.execute_command("BLPOP", f"none:{n}", 0.2) for n in range(250)]
             return await asyncio.gather(*calls)
@@ -255,7 +255,7 @@ def test_an_asyncio_error_reply_is_a_server_error(server: RedisServer) -> None:
     async def scenario() -> None:
         client = webtier.connect_async(server.url)
         try:
-            await client.set("not-a-number", "x")
+            await client.execute("SET", "not-a-number", "x")
             tier = webtier.aio.WebTier(client, Config(prefix="refused"))
 
             def incr() -> Op[Any]:

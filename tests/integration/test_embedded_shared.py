@@ -284,7 +284,7 @@ async def lifespan(app):
 
 
 async def hit(request):
-    count = await request.app.state.tier.client.incr("hits")
+    count = await request.app.state.tier.client.execute("INCR", "hits")
     return PlainTextResponse(f"{os.getpid()} {count}")
 
 

@@ -248,7 +248,7 @@ class Spec:
 
 
 async def _close(api: str, made: Any) -> None:
-    if api == "async":
+    if api != "sync":
         await made.aclose()
     else:
         await anyio.to_thread.run_sync(made.close)
@@ -272,7 +272,7 @@ async def _record_and_close(api: str, recorder: Any) -> None:
 
 
 async def _time_a_block(api: str, timer: Any) -> None:
-    if api == "async":
+    if api != "sync":
         async with timer:
             pass
     else:

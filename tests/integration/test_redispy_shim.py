@@ -4,6 +4,8 @@ and the connection's public ``read_response``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import redis
 
@@ -55,3 +57,25 @@ def test_error_replies_come_back_as_values(public_only: None, redis_url: str) ->
     finally:
         pool.release(conn)
         pool.disconnect()
+
+
+@pytest.mark.parametrize("parse", [redispy.parse_error, redispy._parse_error_public])
+def test_error_replies_become_the_exceptions_the_wire_reads(parse: Any) -> None:
+    # redis-py's parser (checked at import) and webtier's own table alike.
+    moved = parse("MOVED 3999 127.0.0.1:6381")
+    assert isinstance(moved, redis.exceptions.MovedError)
+    assert (moved.host, int(moved.port)) == ("127.0.0.1", 6381)
+    ask = parse("ASK 3999 127.0.0.1:6382")
+    assert type(ask) is redis.exceptions.AskError
+    assert (ask.host, int(ask.port)) == ("127.0.0.1", 6382)
+    assert isinstance(parse("NOSCRIPT No matching script."), redis.exceptions.NoScriptError)
+    assert isinstance(parse("WRONGPASS bad"), redis.exceptions.AuthenticationError)
+    assert isinstance(parse("TRYAGAIN later"), redis.exceptions.TryAgainError)
+    assert isinstance(parse("CLUSTERDOWN down"), redis.exceptions.ClusterDownError)
+    assert isinstance(parse("LOADING loading"), redis.exceptions.BusyLoadingError)
+    wrong = parse("WRONGTYPE Operation against a key holding the wrong kind of value")
+    assert type(wrong) is redis.exceptions.ResponseError
+
+
+def test_the_error_parser_is_redis_pys_on_the_pinned_redis_py() -> None:
+    assert redispy.parse_error is not redispy._parse_error_public

@@ -28,6 +28,7 @@ from starlette.routing import Route
 from werkzeug.test import Client
 
 import webtier
+from webtier._core.mux.link import Link
 from webtier.web import sessions
 from webtier.web.sessions.cookie import encode
 
@@ -38,9 +39,10 @@ BOUGHT = {**PAGE, "cart": {"book": 2, "pen": 1}}
 
 
 class Wire:
-    """Counts the pipelines redis-py connections (sync and asyncio) send from
-    the test's thread, where the request runs, while ``on``: not those of the
-    suite's own threads (one waits for the Cluster to start)."""
+    """Counts the pipelines redis-py connections (sync and asyncio) and
+    webtier's own client send from the test's thread, where the request
+    runs, while ``on``: not those of the suite's own threads (one waits for
+    the Cluster to start)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.on, self.sent, self.thread = False, 0, threading.get_ident()
@@ -59,6 +61,13 @@ class Wire:
         monkeypatch.setattr(
             redis.asyncio.connection.AbstractConnection, "send_packed_command", acounted
         )
+        queue = Link.send
+
+        def queued(link: Link, packed: bytes, count: int) -> Any:
+            self.note()
+            return queue(link, packed, count)
+
+        monkeypatch.setattr(Link, "send", queued)
 
     def note(self) -> None:
         if self.on and threading.get_ident() == self.thread:
@@ -139,7 +148,8 @@ class Shop:
                 wsgi_shop(webtier.WebTier(self.client, config), **options), use_cookies=False
             )
         else:
-            self.client = webtier.connect_async(redis_url)
+            which = "redis-py" if api == "async-redispy" else "webtier"
+            self.client = webtier.connect_async(redis_url, client=which)  # type: ignore[call-overload]
             self.asgi = asgi_shop(webtier.AsyncWebTier(self.client, config), **options)
 
     async def get(self, path: str, cookie: str | None = None) -> Any:

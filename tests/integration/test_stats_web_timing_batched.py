@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 import webtier
 from tests.helpers.web import asgi_lifespan
+from webtier._core.mux.link import Link
 from webtier.config import Config, RetryPolicy
 from webtier.testing import RedisServer
 from webtier.web import timing
@@ -40,15 +41,22 @@ def shop(tier: webtier.AsyncWebTier, lifespan: Any = None, **options: Any) -> St
 
 @pytest.fixture
 def sends(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the asyncio connections' sends: one per round trip."""
+    """Counts the asyncio connections' sends, redis-py's and webtier's own
+    client's: one per round trip."""
     sent = [0]
     original = redis.asyncio.connection.AbstractConnection.send_packed_command
+    queue = Link.send
 
     async def counted(self: Any, command: Any, check_health: bool = True) -> None:
         sent[0] += 1
         await original(self, command, check_health)
 
+    def queued(self: Link, packed: bytes, count: int) -> Any:
+        sent[0] += 1
+        return queue(self, packed, count)
+
     monkeypatch.setattr(redis.asyncio.connection.AbstractConnection, "send_packed_command", counted)
+    monkeypatch.setattr(Link, "send", queued)
     return sent
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import webtier
 from tests.helpers.ops import slow_job
-from webtier._core.protocol import Op, write
+from webtier._core.protocol import Op, pause, write
 from webtier.config import Config
 from webtier.testing import RedisServer
 from webtier.types import JobStep
@@ -156,16 +156,23 @@ def test_outage_backs_off_logs_once_and_recovers(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("which", ["webtier", "redis-py"])
 async def test_async_worker_once_and_cold_stop(
-    servers: dict[str, RedisServer], config: Config
+    servers: dict[str, RedisServer], config: Config, which: str
 ) -> None:
-    client = webtier.connect_async(servers["standalone"].url, socket_timeout=None)
+    url = servers["standalone"].url
+    client = webtier.connect_async(url, client=which, socket_timeout=None)  # type: ignore[call-overload]
     tier = webtier.AsyncWebTier(client, config)
     await AsyncWorker(tier, once=True).run()
 
     def blocking_step(cfg: Config, pass_number: int) -> Op[JobStep]:
-        # Blocks this connection (only) for 5 s.
-        yield write("x", ("BLPOP", f"{cfg.prefix}:nothing", 5), idempotent=True)
+        if which == "redis-py":
+            # Blocks this connection (only) for 5 s.
+            yield write("x", ("BLPOP", f"{cfg.prefix}:nothing", 5), idempotent=True)
+        else:
+            # webtier's client shares one connection: a blocking command
+            # would hold every task's commands behind it. A step's wait.
+            yield pause(5)
         return JobStep(0.0, "never reached")
 
     worker = AsyncWorker(tier, [Job("slow", blocking_step)])

@@ -37,6 +37,14 @@ never connected. Where redis-py's shape differs, :data:`FAST` is False and
 everything here falls back to redis-py's public API: the pool's own
 ``get_connection``/``release`` and the connection's ``read_response``,
 slower but equally correct.
+
+webtier's own asyncio client (:mod:`webtier._core.mux`) parses replies with
+hiredis itself and reads one thing of redis-py's: :func:`parse_error`, which
+turns an error reply into redis-py's exception for it (``MovedError`` with
+its ``host`` and ``port``, ``NoScriptError``, ``AuthenticationError``...),
+the classes :mod:`webtier._core.wire` reads. It is redis-py's parser's when
+that one, checked at import, still does so; else a table of webtier's own
+for the replies webtier acts on.
 """
 
 import functools
@@ -205,3 +213,51 @@ def _read_public(conn: Any, *, disable_decoding: bool = False, timeout: float | 
         return conn.read_response(disable_decoding=disable_decoding, timeout=timeout)
     except (rx.ResponseError, rx.BusyLoadingError) as error:
         return error
+
+
+# -- error replies, for webtier's own asyncio client ------------------------------------
+
+# The error replies webtier acts on, by their first word, when redis-py's
+# parser cannot be used (see parse_error).
+_ERROR_CLASSES: dict[str, type[rx.ResponseError]] = {
+    "MOVED": rx.MovedError,
+    "ASK": rx.AskError,
+    "NOSCRIPT": rx.NoScriptError,
+    "TRYAGAIN": rx.TryAgainError,
+    "CLUSTERDOWN": rx.ClusterDownError,
+    "MASTERDOWN": rx.MasterDownError,
+    "READONLY": rx.ReadOnlyError,
+    "NOPERM": rx.NoPermissionError,
+}
+_AUTH_ERRORS = ("WRONGPASS", "NOAUTH")
+
+
+def _parse_error_public(message: str) -> Exception:
+    code, _, rest = message.partition(" ")
+    if code in _AUTH_ERRORS:
+        return rx.AuthenticationError(message)
+    if code == "LOADING":
+        return rx.BusyLoadingError(message)
+    kind = _ERROR_CLASSES.get(code)
+    return rx.ResponseError(message) if kind is None else kind(rest)
+
+
+def _private_parser() -> Callable[[str], Exception] | None:
+    """redis-py's own error parser, if it still maps replies as webtier reads them."""
+    try:
+        from redis._parsers.base import BaseParser
+
+        parse: Callable[[str], Exception] = BaseParser.parse_error
+        moved = parse("MOVED 3999 127.0.0.1:6381")
+        ok = (
+            isinstance(moved, rx.MovedError)
+            and (moved.host, int(moved.port)) == ("127.0.0.1", 6381)
+            and isinstance(parse("NOSCRIPT No matching script."), rx.NoScriptError)
+            and isinstance(parse("WRONGPASS invalid username-password"), rx.AuthenticationError)
+        )
+    except Exception:  # moved, renamed, or a constructor that changed
+        return None
+    return parse if ok else None
+
+
+parse_error: Callable[[str], Exception] = _private_parser() or _parse_error_public

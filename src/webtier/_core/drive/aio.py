@@ -1,5 +1,6 @@
-"""The asyncio executor: each exchange bounded by ``asyncio.timeout``, the
-sends of a batch gathered."""
+"""The asyncio executors' shared driver, and the executor on redis-py's asyncio
+clients: each exchange bounded by ``asyncio.timeout``, the sends of a batch
+gathered."""
 
 from __future__ import annotations
 
@@ -142,20 +143,13 @@ async def _acquire_pooled(pool: Any) -> Any:
     return conn
 
 
-class AsyncTransport:
-    """Runs operations on an asyncio redis-py client (``Redis`` or ``RedisCluster``)."""
+class AsyncDriver:
+    """What the asyncio executors share: running an operation (its Calls
+    included) and carrying out the actions of the wire. An executor says
+    how one send, a locate and a refresh are done, and makes the hot path's
+    send itself in :meth:`exchange`."""
 
-    def __init__(self, client: AsyncClient, policy: RetryPolicy) -> None:
-        if isinstance(client, redis.asyncio.cluster.RedisCluster):
-            self._cluster: redis.asyncio.cluster.RedisCluster | None = client
-        elif isinstance(client, redis.asyncio.Redis):
-            self._cluster = None
-            self._pool = pool_of(client)
-        else:
-            raise ConfigError(f"expected an asyncio redis-py client, got {type(client).__name__}")
-        self.client = client
-        self.policy = policy
-        self.one_node = self._cluster is None
+    policy: RetryPolicy
 
     async def run(self, op: Op[T]) -> T:
         limit = current_limit(self.policy.time_limit)
@@ -180,19 +174,11 @@ class AsyncTransport:
             return done.value  # type: ignore[no-any-return]
 
     async def exchange(self, step: Step, budget: Budget | None = None) -> Any:
-        first = None
-        if self._cluster is None:
-            # One server: the hot path needs no Locate and no generator.
-            commands = planned(step)
-            if not commands:
-                return []
-            pool = self._pool
-            first = await _apipeline(
-                partial(_acquire_pooled, pool), pool.release, flat(commands), budget
-            )
-            done = settled(step, first, commands)
-            if done is not NOT_DONE:
-                return done
+        raise NotImplementedError
+
+    async def _wire(self, step: Step, first: Outcome | None, budget: Budget | None) -> Any:
+        """The step through :func:`webtier._core.wire.exchange`, recovering
+        from ``first`` (the hot path's outcome) when given."""
         wire = exchange(step, self.policy, first)
         try:
             action = next(wire)
@@ -207,21 +193,69 @@ class AsyncTransport:
         if type(action) is Batch:
             return list(await asyncio.gather(*(self._send(s, budget) for s in action.sends)))
         if type(action) is Locate:
-            failed = await self._initialized(budget)
-            if failed is not None:
-                return [failed for _ in action.routes]
-            return [_locate(self._cluster, route) for route in action.routes]
+            return await self._locate(action.routes, budget)
         if type(action) is Refresh:
-            if self._cluster is not None and (budget is None or budget.left() > 0):
+            if budget is None or budget.left() > 0:
                 # If the map cannot be reloaded now, the next send fails and
                 # is retried within the budget.
                 with contextlib.suppress(*_UNREACHABLE, TimeoutError):
                     async with asyncio.timeout(None if budget is None else budget.left()):
-                        await self._cluster.nodes_manager.initialize()
+                        await self._refresh()
             return None
         assert type(action) is Sleep
         await asyncio.sleep(_sleep_for(action.seconds, budget))
         return None
+
+    async def _send(self, send: Send, budget: Budget | None) -> Outcome:
+        raise NotImplementedError
+
+    async def _locate(self, routes: tuple[str, ...], budget: Budget | None) -> list[Any]:
+        raise NotImplementedError
+
+    async def _refresh(self) -> None:
+        raise NotImplementedError
+
+
+class AsyncTransport(AsyncDriver):
+    """Runs operations on an asyncio redis-py client (``Redis`` or ``RedisCluster``)."""
+
+    def __init__(self, client: AsyncClient, policy: RetryPolicy) -> None:
+        if isinstance(client, redis.asyncio.cluster.RedisCluster):
+            self._cluster: redis.asyncio.cluster.RedisCluster | None = client
+        elif isinstance(client, redis.asyncio.Redis):
+            self._cluster = None
+            self._pool = pool_of(client)
+        else:
+            raise ConfigError(f"expected an asyncio redis-py client, got {type(client).__name__}")
+        self.client = client
+        self.policy = policy
+        self.one_node = self._cluster is None
+
+    async def exchange(self, step: Step, budget: Budget | None = None) -> Any:
+        first = None
+        if self._cluster is None:
+            # One server: the hot path needs no Locate and no generator.
+            commands = planned(step)
+            if not commands:
+                return []
+            pool = self._pool
+            first = await _apipeline(
+                partial(_acquire_pooled, pool), pool.release, flat(commands), budget
+            )
+            done = settled(step, first, commands)
+            if done is not NOT_DONE:
+                return done
+        return await self._wire(step, first, budget)
+
+    async def _locate(self, routes: tuple[str, ...], budget: Budget | None) -> list[Any]:
+        failed = await self._initialized(budget)
+        if failed is not None:
+            return [failed for _ in routes]
+        return [_locate(self._cluster, route) for route in routes]
+
+    async def _refresh(self) -> None:
+        if self._cluster is not None:
+            await self._cluster.nodes_manager.initialize()
 
     async def _initialized(self, budget: Budget | None) -> BaseException | None:
         """Loads the cluster's slot map if the client has none yet (an
