@@ -33,6 +33,19 @@ def test_once_runs_each_job_and_unregisters(redis_url: str, config: Config) -> N
     webtier.disconnect(client)
 
 
+def test_a_worker_given_no_jobs_runs_none(redis_url: str, config: Config) -> None:
+    """``()`` is no job (it only announces itself), where it ran every job:
+    a rescale it was never asked for halved a test's view counts."""
+    client = webtier.connect(redis_url)
+    tier = webtier.WebTier(client, config)
+    tier.ranking.record_view("item1")
+    worker = Worker(tier, (), heartbeat=0.1, once=True)
+    assert worker.jobs == []
+    worker.run()
+    assert tier.ranking.top(1) == [("item1", 1.0)]
+    webtier.disconnect(client)
+
+
 def test_liveness_key_while_running(redis_url: str, config: Config) -> None:
     client = webtier.connect(redis_url)
     tier = webtier.WebTier(client, config)

@@ -178,7 +178,8 @@ class _WorkerBase:
         stop: threading.Event | asyncio.Event,
     ) -> None:
         self.config = config
-        self.jobs = list(jobs or JOBS.values())
+        # None is every job; () is none (a worker that only announces itself).
+        self.jobs = list(JOBS.values() if jobs is None else jobs)
         self.heartbeat, self.once = heartbeat, once
         self.id = worker_id or _new_id()
         self._stop = stop  # set it to stop warm

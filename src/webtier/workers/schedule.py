@@ -9,6 +9,7 @@ once when it recovers.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -75,7 +76,7 @@ class Schedule:
             log.warning("%s: still failing after %d tries (%s)", job.name, state.failures, error)
 
     def wait(self, now: float) -> float:
-        return max(0.0, min(s.due for s in self.state.values()) - now)
+        return max(0.0, min((s.due for s in self.state.values()), default=math.inf) - now)
 
     def each_tried_once(self) -> bool:
         """Every job has run a step, whether it succeeded or failed."""
