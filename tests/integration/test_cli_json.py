@@ -161,7 +161,7 @@ def test_loadgen_prints_one_document(redis_url: str, prefix: str, tmp_path: Path
     engine = stocked(sa.create_engine(f"sqlite:///{tmp_path}/shop.db"))
     with serving(redis_url, prefix, engine) as shop:
         ran = webtier_cli(
-            "loadgen", shop, "--rate", "20", "--duration", "2", "--items", "300", "--seed", "1",
+            "loadgen", shop, "--rate", "20", "--visitors", "30", "--items", "300", "--seed", "1",
             "--json",
         )  # fmt: skip
     assert ran.code == 0, ran

@@ -44,6 +44,27 @@ def test_ctrl_c_stops_warm_and_prints_the_report(
     assert "Traceback" not in err
 
 
+def test_a_run_of_visitors_sends_that_many_and_ends_when_they_leave(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    engine = stocked(sa.create_engine(f"sqlite:///{tmp_path}/shop.db"))
+    with serving(redis_url, prefix, engine) as shop:
+        running = loadgen(
+            shop, "--visitors", "25", "--rate", "200", "--concurrency", "3", "--items", "300",
+            "--seed", "4", "--json",
+        )  # fmt: skip
+        out, err = running.communicate(timeout=120)
+    assert running.returncode == 0, err
+    assert "25 visitors" in err
+    document = json.loads(out)
+    assert document["visitors"] == 25
+    # Arrivals faster than three visitors can be served: most waited, and
+    # none was cut short (a visit ends on a page, never on a transport error).
+    assert document["waited_for_a_slot"] > 0
+    assert document["statuses"]["5xx"] == document["transport_errors"] == 0
+    assert document["requests"] >= 25
+
+
 def test_a_shop_that_is_not_there_is_counted_not_raised() -> None:
     running = loadgen(f"http://127.0.0.1:{free_port()}", "--duration", "1", "--rate", "5", "--json")
     out, err = running.communicate(timeout=60)

@@ -46,6 +46,12 @@ if TYPE_CHECKING:
     help="Stop after this many seconds (default: at Ctrl-C).",
 )
 @click.option(
+    "--visitors",
+    type=click.IntRange(1, 1_000_000_000),
+    help="Send this many visitors, each to the end of its visit, then stop "
+    "(a fixed amount of work, whatever the machine's speed).",
+)
+@click.option(
     "--users",
     type=click.IntRange(1, 10_000_000),
     default=1_000,
@@ -77,6 +83,7 @@ def loadgen(
     target: str,
     rate: float,
     duration: float | None,
+    visitors: int | None,
     users: int,
     items: int,
     concurrency: int,
@@ -87,16 +94,18 @@ def loadgen(
     """Send the shop at URL realistic visitors and report how it answered.
 
     Visitors see the home page and Zipf-popular items, fill carts, log in,
-    check out, come back with their cookies. When it stops (--duration over,
-    or Ctrl-C; twice: at once, without a report) it prints requests/s,
-    latency percentiles per route and error counts."""
+    check out, come back with their cookies. When it stops (--visitors all
+    done, --duration over, or Ctrl-C; twice: at once, without a report) it
+    prints requests/s, latency percentiles per route and error counts."""
     from webtier.demo.loadgen import check_target, drive  # imports httpx: only when run
 
     try:
         base_url = check_target(target, allow_remote=allow_remote)
     except ConfigError as refused:
         raise CommandRefused(str(refused)) from None
-    length = "until Ctrl-C" if duration is None else f"for {duration:g} s"
+    lengths = [f"{visitors} visitors"] if visitors is not None else []
+    lengths += [] if duration is None else [f"at most {duration:g} s"]
+    length = ", ".join(lengths) if lengths else "until Ctrl-C"
     click.echo(f"loading {base_url}: {rate:g} visitors/s {length}", err=True)
 
     async def run() -> LoadReport:
@@ -106,6 +115,7 @@ def loadgen(
                 base_url,
                 rate=rate,
                 duration=duration,
+                visitors=visitors,
                 users=users,
                 seed=seed,
                 stop=stop,

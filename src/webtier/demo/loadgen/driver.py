@@ -8,6 +8,10 @@ is. Stopping (``duration`` over, or ``stop`` set) lets each visitor finish
 the request it is in and start no other, so every checkout the shop
 answered is counted; whatever still hangs after ``grace`` seconds is
 cancelled, and a checkout cut off that way is reported as such.
+
+A run of ``visitors`` is a fixed amount of work instead: that many arrive,
+and each goes through its whole visit however slow the shop is, so what
+the run did depends on the seed and not on the machine's speed.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 import time
 from collections.abc import Mapping
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
+from typing import Any
 
 from webtier._core.extras import extra_needed
 from webtier.demo.loadgen.browser import absorb_cookies, cookie_header, form_token
@@ -151,6 +156,7 @@ async def drive(
     rate: float,
     duration: float | None,
     users: int,
+    visitors: int | None = None,
     seed: int | None = None,
     stop: asyncio.Event | None = None,
     items: int | None = None,
@@ -161,7 +167,8 @@ async def drive(
 ) -> LoadReport:
     """Send the shop at ``base_url`` visitors arriving at ``rate`` a second
     until ``duration`` seconds have passed (``None``: until ``stop`` is set)
-    and report what it answered.
+    and report what it answered. With ``visitors``: until that many have
+    arrived and finished their visits (or ``duration`` or ``stop`` ends it).
 
     ``users``: the pool of usernames visitors log in with; ``items``: the
     shop's item count (ids 1..items; default: ``traffic``'s, 100,000);
@@ -174,6 +181,8 @@ async def drive(
         raise InvalidInput("rate", "must be a finite number of visitors a second > 0", rate)
     if concurrency < 1:
         raise InvalidInput("concurrency", "must be >= 1", concurrency)
+    if visitors is not None and visitors < 1:
+        raise InvalidInput("visitors", "must be >= 1", visitors)
     traffic = dataclasses.replace(
         traffic or Traffic(), users=users, items=items or (traffic or Traffic()).items
     )
@@ -185,6 +194,9 @@ async def drive(
     began = loop.time()
     # Set when the run ends, by ``stop`` or at the end of ``duration``.
     over = asyncio.Event()
+    # Set when no one else arrives: the run is over, or ``visitors`` came.
+    arrived = asyncio.Event()
+    relay_arrivals = asyncio.create_task(_relay(over, arrived))
     relay = asyncio.create_task(_relay(stop, over))
     timer = None if duration is None else loop.call_at(began + duration, over.set)
     slots = asyncio.Semaphore(concurrency)
@@ -211,10 +223,10 @@ async def drive(
             follow_redirects=False,
         ) as client:
             arrival = began
-            while not await _sleep_or_over(over, arrival - loop.time()):
+            while not await _sleep_or_over(arrived, arrival - loop.time()):
                 if slots.locked():
                     recorder.waited_for_a_slot += 1
-                    if not await _acquire_or_over(slots, over):
+                    if not await _acquire_or_over(slots, arrived):
                         break
                     arrival = loop.time()  # no burst to catch up after the wait
                 else:
@@ -229,6 +241,11 @@ async def drive(
                 visits.add(task)
                 task.add_done_callback(visits.discard)
                 arrival += traffic.gap(rng, rate)
+                if recorder.visitors == visitors:
+                    arrived.set()
+            if visitors is not None and visits:
+                # A fixed amount of work: every visit goes to its end.
+                await _wait_or_over(set(visits), over)
             over.set()
             if visits:
                 _, late = await asyncio.wait(set(visits), timeout=grace)
@@ -237,6 +254,7 @@ async def drive(
                 await asyncio.gather(*late, return_exceptions=True)
     finally:
         relay.cancel()
+        relay_arrivals.cancel()
         if timer is not None:
             timer.cancel()
     return recorder.report(loop.time() - began)
@@ -245,6 +263,18 @@ async def drive(
 async def _relay(stop: asyncio.Event, over: asyncio.Event) -> None:
     await stop.wait()
     over.set()
+
+
+async def _wait_or_over(tasks: set[asyncio.Task[None]], over: asyncio.Event) -> None:
+    """Wait for ``tasks`` to end, or for the run to be over."""
+    ending: asyncio.Future[Any] = asyncio.ensure_future(over.wait())
+    pending: set[asyncio.Future[Any]] = set(tasks)
+    try:
+        while pending and not over.is_set():
+            _, pending = await asyncio.wait({*pending, ending}, return_when=asyncio.FIRST_COMPLETED)
+            pending.discard(ending)
+    finally:
+        ending.cancel()
 
 
 async def _sleep_or_over(over: asyncio.Event, seconds: float) -> bool:
