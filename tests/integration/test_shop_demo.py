@@ -120,3 +120,61 @@ def test_the_readme_command_shows_the_shop_with_traffic(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stdout + again.stderr
     assert "items in" not in again.stdout  # made once, reused
     assert "is open at" in again.stdout
+
+
+def spawned_children(pid: int) -> list[int]:
+    """The worker processes ``pid`` spawned (multiprocessing's spawn_main)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile
+        if parent == pid and b"spawn_main" in command:
+            children.append(int(entry.name))
+    return children
+
+
+@pytest.mark.slow
+def test_the_demo_on_worker_processes(redis_url: str, prefix: str, tmp_path: Path) -> None:
+    env = fresh_machine(tmp_path)
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "webtier", "--url", redis_url, "--prefix", prefix,
+         "--database", f"sqlite:///{tmp_path}/shop.db",
+         "demo", "--port", "0", "--items", "50", "--no-traffic", "--workers", "2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # Ctrl-C reaches the whole group, as in a terminal
+    )  # fmt: skip
+    shown: list[str] = []
+    try:
+        assert demo.stdout is not None
+        for line in demo.stdout:
+            shown.append(line)
+            if found := URL.search(line):
+                break
+        else:
+            pytest.fail("the demo printed no URL:\n" + "".join(shown))
+        workers = spawned_children(demo.pid)
+        assert len(workers) == 2, "".join(shown)
+        with httpx.Client(base_url=found.group(1), timeout=10) as http:
+            for item in range(1, 21):
+                assert http.get(f"/item/{item}").status_code == 200
+        os.killpg(demo.pid, signal.SIGINT)
+        rest, _ = demo.communicate(timeout=60)
+        shown.append(rest)
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGKILL)
+            demo.wait()
+    output = "".join(shown)
+    assert demo.returncode == 0, output
+    assert "served by 2 worker processes" in output
+    assert "Traceback" not in output
+    for pid in workers:  # stopped with the demo, none left behind
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()

@@ -24,6 +24,10 @@ from webtier.config import Config
 )  # fmt: skip
 @click.option("--no-traffic", is_flag=True, help="Serve the shop without traffic of its own.")
 @click.option(
+    "--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+    help="Processes serving the shop on one socket (the first runs the jobs).",
+)  # fmt: skip
+@click.option(
     "--duration",
     type=FiniteFloat(min=0, min_open=True, max=1e9),
     help="Stop after this many seconds (default: until Ctrl-C).",
@@ -36,6 +40,7 @@ def demo(
     items: int,
     rate: float,
     no_traffic: bool,
+    workers: int,
     duration: float | None,
 ) -> None:
     """Fake Web Retailer: a web shop on webtier, with visitors, at a local URL.
@@ -59,5 +64,6 @@ def demo(
             rate=rate,
             traffic=not no_traffic,
             duration=duration,
+            workers=workers,
         )
     )

@@ -6,6 +6,12 @@ event loop, and the load generator (:mod:`webtier.demo.loadgen`) visits it
 as an asyncio task of the same loop. Ctrl-C or ``duration`` stops it warm:
 the traffic stops, uvicorn finishes the requests under way, the app's
 lifespan flushes its counts and stops its worker.
+
+With ``workers`` > 1 the shop is served as people deploy it: that many
+processes accept on one listening socket (the kernel spreads the
+connections), each with its own event loop (uvloop where installed) and
+connections to Redis; the first runs the maintenance jobs, and this
+process only starts them, sends the traffic and stops them.
 """
 
 from __future__ import annotations
@@ -13,7 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
+import multiprocessing
+import os
+import secrets
+import signal
 import socket
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +42,8 @@ with extra_needed("shop", "the demo shop"):
     import uvicorn
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from webtier.web.dashboard.access import is_loopback
 
 USERS = 5_000  # usernames the demo's visitors log in with
 
@@ -48,6 +62,7 @@ class DemoOptions:
     rate: float = 20.0  # visitors a second of the self-traffic
     traffic: bool = True
     duration: float | None = None  # seconds; None: until Ctrl-C
+    workers: int = 1  # processes serving the shop
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -111,27 +126,30 @@ async def serve(options: DemoOptions, console: Console) -> None:
 async def _serve(
     options: DemoOptions, console: Console, sock: socket.socket, engine: sa.Engine
 ) -> None:
-    from webtier.demo.shop import create_app  # Starlette, Jinja2: only once the demo runs
-    from webtier.web.dashboard.access import is_loopback
-
+    # The tier of this process holds the embedded server (when no URL was
+    # given) for as long as the shop runs, whichever process serves it.
     async with open_async(options.url, config=options.config, data_dir=options.data_dir) as tier:
-        # The dashboard here has no credentials: only for this machine's eyes.
-        local = is_loopback(options.host)
-        settings = ShopSettings(items=options.items, run_jobs=True, dashboard=local)
-        app = create_app(tier, engine, settings=settings)
-        server = uvicorn.Server(
-            uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)
-        )
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started and not serving.done():
-            await asyncio.sleep(0.02)
-        if serving.done():
-            await serving  # its failure, said once
-            return
-        host, port = sock.getsockname()[:2]
-        url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+        if options.workers == 1:
+            server = uvicorn.Server(_uvicorn_config(_app(tier, engine, options, run_jobs=True)))
+            serving = asyncio.create_task(server.serve(sockets=[sock]))
+            while not server.started and not serving.done():
+                await asyncio.sleep(0.02)
+            if serving.done():
+                await serving  # its failure, said once
+                return
+            stop: Callable[[], None] = functools.partial(_stop, server)
+        else:
+            workers = Workers(options, sock)
+            serving = asyncio.create_task(workers.serve())
+            if not await workers.started(serving):
+                await serving
+                return
+            stop = workers.stop
+        url = _url_of(sock)
         console.print(f"Fake Web Retailer is open at [bold]{url}[/] (Ctrl-C stops it)")
-        if local:
+        if options.workers > 1:
+            console.print(f"served by {options.workers} worker processes")
+        if is_loopback(options.host):
             console.print(f"its dashboard: [bold]{url}/dashboard[/]", soft_wrap=True)
             console.print(f"Prometheus metrics: {url}/metrics", soft_wrap=True)
         else:
@@ -139,16 +157,136 @@ async def _serve(
                 "no dashboard beyond loopback without credentials: "
                 "run webtier dashboard --token ... beside the shop"
             )
-        stop = asyncio.Event()
-        traffic = start_traffic(url, options, stop, console) if options.traffic else None
+        stopping = asyncio.Event()
+        traffic = start_traffic(url, options, stopping, console) if options.traffic else None
         if options.duration is not None:
-            asyncio.get_running_loop().call_later(options.duration, _stop, server)
+            asyncio.get_running_loop().call_later(options.duration, stop)
         try:
             await serving
         finally:
-            stop.set()
+            stopping.set()
             if traffic is not None:
                 await report(traffic, console)
+
+
+def _app(
+    tier: Any,
+    engine: sa.Engine,
+    options: DemoOptions,
+    *,
+    run_jobs: bool,
+    secret: bytes | None = None,
+) -> Any:
+    from webtier.demo.shop import create_app  # Starlette, Jinja2: only once the demo runs
+
+    # The dashboard here has no credentials: only for this machine's eyes.
+    settings = ShopSettings(
+        items=options.items, run_jobs=run_jobs, dashboard=is_loopback(options.host), secret=secret
+    )
+    return create_app(tier, engine, settings=settings)
+
+
+def _uvicorn_config(app: Any) -> uvicorn.Config:
+    return uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)
+
+
+def _url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+
+
+class Workers:
+    """The shop served by ``options.workers`` processes on one socket.
+
+    Spawned, not forked: a fork would copy this process's event loop and
+    Redis connections, which the children must never use. They share one
+    secret, so a session's cookie and form tokens are good in every one."""
+
+    def __init__(self, options: DemoOptions, sock: socket.socket) -> None:
+        context = multiprocessing.get_context("spawn")
+        secret = secrets.token_bytes(32)
+        self.processes = [
+            context.Process(
+                target=_worker,
+                args=(options, sock, secret, index == 0),
+                name=f"webtier-demo-worker-{index}",
+                daemon=True,
+            )
+            for index in range(options.workers)
+        ]
+        self.url = _url_of(sock)
+        self.over = asyncio.Event()
+
+    async def serve(self) -> None:
+        """Run the workers until :meth:`stop` (or Ctrl-C, which the
+        terminal sends them too); then wait for each to finish warm."""
+        loop = asyncio.get_running_loop()
+        for process in self.processes:
+            process.start()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self.stop)
+        try:
+            await self.over.wait()
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+            for process in self.processes:
+                if process.is_alive() and process.pid is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(process.pid, signal.SIGTERM)
+            for process in self.processes:
+                await asyncio.to_thread(process.join)
+
+    def stop(self) -> None:
+        self.over.set()
+
+    async def started(self, serving: asyncio.Task[None]) -> bool:
+        """True once the shop answers; False if the workers ended first."""
+        import httpx  # the shop extra's: only once the demo runs
+
+        async with httpx.AsyncClient(base_url=self.url, timeout=2) as client:
+            while not serving.done():
+                if not all(process.is_alive() for process in self.processes if process.pid):
+                    self.stop()
+                    return False
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await client.get("/healthz")).status_code == 200:
+                        return True
+                await asyncio.sleep(0.05)
+        return False
+
+
+def _worker(options: DemoOptions, sock: socket.socket, secret: bytes, run_jobs: bool) -> None:
+    """One worker process: the shop on ``sock`` until SIGINT or SIGTERM."""
+    # uvicorn stops warm on either, then raises it again once stopped: as
+    # KeyboardInterrupt both, so that this process ends as warmly.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=fast_loop()) as run:
+        run.run(_serve_worker(options, sock, secret, run_jobs))
+
+
+async def _serve_worker(
+    options: DemoOptions, sock: socket.socket, secret: bytes, run_jobs: bool
+) -> None:
+    engine = open_engine(options.database)
+    try:
+        async with open_async(
+            options.url, config=options.config, data_dir=options.data_dir
+        ) as tier:
+            app = _app(tier, engine, options, run_jobs=run_jobs, secret=secret)
+            await uvicorn.Server(_uvicorn_config(app)).serve(sockets=[sock])
+    finally:
+        engine.dispose()
+
+
+def fast_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (uvicorn's standard
+    extras bring it), else asyncio's."""
+    try:
+        import uvloop
+    except ModuleNotFoundError:
+        return None
+    return uvloop.new_event_loop
 
 
 def _stop(server: uvicorn.Server) -> None:
@@ -193,8 +331,9 @@ async def report(traffic: asyncio.Task[Any], console: Console) -> None:
 def run(options: DemoOptions) -> None:
     """``webtier demo``: serve the shop until Ctrl-C (exit 0) or the duration."""
     console = Console()
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(options, console))
+    main: Coroutine[Any, Any, None] = serve(options, console)
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=fast_loop()) as go:
+        go.run(main)
     console.print(
         "Stopped. Now try: webtier ranking top; webtier stats slowest; webtier sessions stats",
         soft_wrap=True,
