@@ -25,7 +25,7 @@ from webtier.rows import FunctionSource
 from webtier.rows.codec import encode
 from webtier.rows.ops import bookkeeping_ms, store_request
 from webtier.rows.sql import SqlSource
-from webtier.workers import JOBS, AsyncWorker
+from webtier.workers import JOBS, AsyncWorker, warm_rows
 
 pytestmark = pytest.mark.anyio
 
@@ -90,6 +90,60 @@ async def test_concurrent_misses_load_the_row_once(tier: Any, database: sa.Engin
             group.start_soon(read)
     assert source.loads == 1
     assert results == [db_row(database, 3)] * 8
+
+
+@sqlite_only
+@pytest.mark.matrix
+async def test_many_misses_load_with_one_query_and_are_cached(
+    tier: Any, database: sa.Engine
+) -> None:
+    source = Instrumented(seed(database, 40))
+    await tier.rows.get(source, 1, load=True)  # one cached already
+    assert source.loads == 1
+    ids = [1, *range(2, 31), 999]  # 999: no such row
+    got = await tier.rows.get_many(source, ids, load=True)
+    assert source.loads == 2  # the 29 misses and the missing row: one query
+    assert got == {i: db_row(database, i) for i in ids}
+    assert got[999] is None
+    # Cached now, the missing row remembered: no query more.
+    assert await tier.rows.get_many(source, ids, load=True) == got
+    assert await tier.rows.get_many(source, ids) == got
+    assert source.loads == 2
+
+
+@sqlite_only
+@pytest.mark.matrix
+async def test_concurrent_many_misses_load_each_row_once(tier: Any, database: sa.Engine) -> None:
+    source = Instrumented(seed(database, 20), pause=0.3)
+    ids = list(range(1, 11))
+    results: list[Any] = []
+
+    async def read() -> None:
+        results.append(await tier.rows.get_many(source, ids, load=True))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(6):
+            group.start_soon(read)
+    # The first to fill takes every load; the others wait for its copies.
+    assert source.loads == 1
+    assert results == [{i: db_row(database, i) for i in ids}] * 6
+
+
+@sqlite_only
+async def test_a_failed_many_load_gives_the_rows_back_at_once(
+    tier: Any, database: sa.Engine
+) -> None:
+    source = seed(database, 10)
+    with database.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE inventory RENAME TO inventory_away"))
+    with pytest.raises(SourceError, match="loading 3 rows failed"):
+        await tier.rows.get_many(source, [1, 2, 3], load=True)
+    with database.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE inventory_away RENAME TO inventory"))
+    # No load left holding them: the next reader loads at once, no lease wait.
+    assert (await tier.rows.status(source)).loading == 0
+    got = await tier.rows.get_many(source, [1, 2, 3], load=True)
+    assert got == {i: db_row(database, i) for i in (1, 2, 3)}
 
 
 @sqlite_only
@@ -600,3 +654,46 @@ async def test_the_asyncio_worker_refreshes_rows(
         }
     finally:
         await client.aclose()
+
+
+@sqlite_only
+@pytest.mark.matrix
+async def test_warming_loads_only_the_rows_not_cached(tier: Any, database: sa.Engine) -> None:
+    source = Instrumented(seed(database, 30))
+    await tier.rows.get(source, 2, load=True)
+    assert await tier.rows.warm(source, [1, 2, 3, "3", 4]) == 3  # 2 was cached; "3" is 3
+    assert source.loads == 2  # the read-through of 2, then one query for 1, 3, 4
+    assert await tier.rows.get_many(source, [1, 3, 4]) == {
+        i: db_row(database, i) for i in (1, 3, 4)
+    }
+    assert await tier.rows.warm(source, [1, 2, 3, 4]) == 0
+    assert source.loads == 2
+
+
+@sqlite_only
+async def test_a_warming_job_caches_the_rows_of_the_most_viewed_items(
+    redis_url: str, prefix: str, database: sa.Engine
+) -> None:
+    source = Instrumented(seed(database, 50))
+    client = webtier.connect_async(redis_url)
+    tier = webtier.AsyncWebTier(client, rows_config(prefix))
+    try:
+        for item, views in ((7, 3), (8, 2), (9, 1), (40, 1)):
+            for _ in range(views):
+                await tier.ranking.record_view(str(item))
+        await AsyncWorker(tier, [warm_rows(source, top=3)], once=True).run()
+        cached = await tier.rows.get_many(source, [7, 8, 9, 40])
+        assert cached == {7: db_row(database, 7), 8: db_row(database, 8), 9: db_row(database, 9),
+                          40: None}  # fmt: skip
+        assert source.loads == 1  # the three, with one query
+    finally:
+        await client.aclose()
+
+
+def test_a_warming_job_checks_what_it_is_given(database: sa.Engine) -> None:
+    source = seed(database)
+    for top, every in ((0, 10.0), (10, 0.0), (True, 10.0)):
+        with pytest.raises(InvalidInput):
+            warm_rows(source, top, every)
+    with pytest.raises(InvalidInput):
+        warm_rows("inventory", 10)  # type: ignore[arg-type]

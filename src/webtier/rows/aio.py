@@ -14,6 +14,7 @@ class Rows(Part):
     unschedule = async_op(ops.unschedule)
     get = async_op(ops.get)
     get_many = async_op(ops.get_many)
+    warm = async_op(ops.warm)
     invalidate = async_op(ops.invalidate)
     refresh_now = async_op(ops.refresh_now)
     refresh_due = async_op(refresh.refresh_due)

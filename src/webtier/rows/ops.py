@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import secrets
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -213,10 +213,12 @@ def get(
 
 
 def get_many(
-    cfg: Config, source: Source, row_ids: Iterable[object]
+    cfg: Config, source: Source, row_ids: Iterable[object], *, load: bool = False
 ) -> Op[dict[Any, dict[str, Any] | None]]:
     """Cached copies of several rows, by the ids given (``None`` where there
-    is none): one round trip per node."""
+    is none): one round trip per node. With ``load=True`` the misses are
+    read from the database with one query and cached (two more round trips,
+    however many missed), each under the single flight :func:`get` keeps."""
     check_source(source)
     wanted = {row_id: source.key(row_id) for row_id in check_list("row_ids", row_ids)}
     groups: dict[RowShard, list[str]] = defaultdict(list)
@@ -230,7 +232,82 @@ def get_many(
     copies: dict[str, Reply] = {}
     for keys, (values,) in zip(groups.values(), replies, strict=True):
         copies.update(zip(keys, values, strict=True))
-    return {row_id: _decoded(copies[key]) for row_id, key in wanted.items()}
+    found = {key: _decoded(copy) for key, copy in copies.items()}
+    missed = [key for key, copy in copies.items() if copy is None]
+    if load and missed:
+        found.update((yield from _read_through_many(cfg, source, missed)))
+    return {row_id: found[key] for row_id, key in wanted.items()}
+
+
+def warm(cfg: Config, source: Source, row_ids: Iterable[object]) -> Op[int]:
+    """Cache the rows of ``row_ids`` that are not cached, ahead of their
+    readers (the book's ``cache_rows``, for rows about to be popular): one
+    round trip to find them, then one query and two round trips for those
+    missing. A row another reader is loading is left to it. Returns how
+    many rows this call loaded."""
+    check_source(source)
+    keys = list(dict.fromkeys(source.key(row_id) for row_id in check_list("row_ids", row_ids)))
+    shards = {key: _shard(cfg, source, key) for key in keys}
+    replies = yield tuple(read(shards[key].route, ("EXISTS", shards[key].row(key))) for key in keys)
+    missed = [key for key, (cached,) in zip(keys, replies, strict=True) if not cached]
+    if not missed:
+        return 0
+    loaded = yield from _read_through_many(cfg, source, missed, wait=False)
+    return len(loaded)
+
+
+def _read_through_many(
+    cfg: Config, source: Source, keys: Sequence[str], *, wait: bool = True
+) -> Op[dict[str, dict[str, Any] | None]]:
+    """:func:`_read_through` of several rows: one fill round trip, one query
+    for the loads taken, one store round trip; a row whose load another
+    reader holds is waited for as :func:`get` waits (``wait=False``: left
+    out of the result)."""
+    shards = {key: _shard(cfg, source, key) for key in keys}
+    replies = yield tuple(_fill(cfg, shards[key], key, "miss") for key in keys)
+    found: dict[str, dict[str, Any] | None] = {}
+    tickets: dict[str, str] = {}
+    waiting: list[str] = []
+    for key, (reply,) in zip(keys, replies, strict=True):
+        kind = text(reply[0])
+        if kind == "hit":
+            if wait:  # a warm-up wants only what it loaded itself
+                found[key] = _decoded(reply[1])
+        elif kind == "load":
+            tickets[key] = text(reply[1])
+        elif wait:
+            waiting.append(key)
+    if tickets:
+        found.update((yield from _load_many(cfg, source, shards, tickets)))
+    for key in waiting:  # rare: another reader loads it right now
+        found[key] = yield from _read_through(cfg, source, shards[key], key)
+    return found
+
+
+def _load_many(
+    cfg: Config, source: Source, shards: Mapping[str, RowShard], tickets: Mapping[str, str]
+) -> Op[dict[str, dict[str, Any] | None]]:
+    """Load the rows of ``tickets`` (key -> ticket) with one query and store
+    them, as :func:`_load_one` does one."""
+    by_shard: dict[RowShard, list[tuple[str, str]]] = defaultdict(list)
+    for key, ticket in tickets.items():
+        by_shard[shards[key]].append((key, ticket))
+    try:
+        rows = yield Call(partial(source.load, list(tickets)))
+        data = {key: "" if rows.get(key) is None else encode(rows[key]) for key in tickets}
+    except Exception as error:
+        # Other readers may load these rows at once.
+        yield tuple(release_request(cfg, shard, claims) for shard, claims in by_shard.items())
+        raise SourceError(
+            f"{source.name}: loading {len(tickets)} rows failed: {first_line(error)}"
+        ) from error
+    yield tuple(
+        store_request(cfg, shard, [(key, ticket, "f", data[key]) for key, ticket in claims])
+        for shard, claims in by_shard.items()
+    )
+    # A refused store (a newer load or a change meanwhile): what this load
+    # read is at least as new as the call, so the caller gets it.
+    return {key: decode(copy) if copy else None for key, copy in data.items()}
 
 
 def _read_through(

@@ -15,6 +15,7 @@ class Rows(Part):
     unschedule = sync_op(ops.unschedule)
     get = sync_op(ops.get)
     get_many = sync_op(ops.get_many)
+    warm = sync_op(ops.warm)
     invalidate = sync_op(ops.invalidate)
     refresh_now = sync_op(ops.refresh_now)
     refresh_due = sync_op(refresh.refresh_due)

@@ -11,8 +11,17 @@ warm and cold shutdown, one package:
 Library code never installs signal handlers; ``webtier worker`` does.
 """
 
-from webtier.workers.jobs import JOBS, SESSIONS_CLEANED, jobs_named
+from webtier.workers.jobs import JOBS, SESSIONS_CLEANED, jobs_named, warm_rows
 from webtier.workers.loop import AsyncWorker, ColdStop, Worker
 from webtier.workers.schedule import Job
 
-__all__ = ["JOBS", "SESSIONS_CLEANED", "AsyncWorker", "ColdStop", "Job", "Worker", "jobs_named"]
+__all__ = [
+    "JOBS",
+    "SESSIONS_CLEANED",
+    "AsyncWorker",
+    "ColdStop",
+    "Job",
+    "Worker",
+    "jobs_named",
+    "warm_rows",
+]

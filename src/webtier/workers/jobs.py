@@ -12,9 +12,11 @@ import logging
 from collections.abc import Sequence
 
 from webtier import counters, ranking, rows, sessions
+from webtier._core.checks import check_limit, check_real
 from webtier._core.protocol import Op
 from webtier.config import Config
 from webtier.errors import ConfigError
+from webtier.rows.source import Source, check_source
 from webtier.types import JobStep
 from webtier.workers.schedule import Job
 
@@ -61,6 +63,30 @@ def _refresh_rows(cfg: Config, pass_number: int) -> Op[JobStep]:
         f"{report.dropped} dropped"
     )
     return JobStep(delay, summary)
+
+
+# Rows a warm-up step reads and loads at once: a bounded reply and query.
+WARM_CHUNK = 500
+
+
+def warm_rows(source: Source, top: int, every: float = 10.0) -> Job:
+    """A job that keeps the rows of the ``top`` most viewed items cached
+    (the view ranking's item names are ``source``'s row ids), loading the
+    ones that are not every ``every`` seconds: the rows of popular items
+    are in Redis before their views, not read through by the first one."""
+    check_source(source)
+    check_limit("top", top, 1)
+    check_real("every", every, 0.1, 86_400)
+
+    def step(cfg: Config, pass_number: int) -> Op[JobStep]:
+        names = yield from ranking.ops.top_items(cfg, top)
+        loaded = 0
+        for start in range(0, len(names), WARM_CHUNK):
+            loaded += yield from rows.ops.warm(cfg, source, names[start : start + WARM_CHUNK])
+        summary = f"{loaded} rows of the top {len(names)} items loaded" if loaded else ""
+        return JobStep(every, summary)
+
+    return Job(f"warm-rows:{source.name}", step)
 
 
 # -- item view ranking -------------------------------------------------------------------

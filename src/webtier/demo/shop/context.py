@@ -130,15 +130,10 @@ class Shop:
 
     async def items(self, item_ids: Iterable[int]) -> list[Row]:
         """Rows of several items, in the order given, from the row cache in
-        one round trip; the few not cached are read through."""
+        one round trip; those not cached are read through with one query."""
         wanted = [i for i in dict.fromkeys(item_ids) if 1 <= i <= self.settings.items]
-        found = await self.tier.rows.get_many(self.inventory, wanted) if wanted else {}
-        rows = []
-        for item_id in wanted:
-            row = found.get(item_id) or await self.item(item_id)
-            if row is not None:
-                rows.append(row)
-        return rows
+        found = await self.tier.rows.get_many(self.inventory, wanted, load=True) if wanted else {}
+        return [row for item_id in wanted if (row := found.get(item_id)) is not None]
 
     # -- the visitor ---------------------------------------------------------------
     async def visitor(self, request: Request, *, notices: bool = True) -> Visitor:

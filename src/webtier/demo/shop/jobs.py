@@ -1,5 +1,6 @@
 """The shop's maintenance in its own process, for the demo: the session
-cap, counter cleanup, row refresh and ranking rescale, run by webtier's
+cap, counter cleanup, row refresh and ranking rescale, and the rows of the
+most viewed items kept cached ahead of their views, run by webtier's
 asyncio worker in the app's lifespan. In production ``webtier worker``
 runs the same jobs in processes of their own, as many as wanted."""
 
@@ -15,7 +16,7 @@ from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config
 from webtier.demo.shop.settings import FLASH_SALE_ITEMS, ShopSettings
 from webtier.rows.sql import SqlSource
-from webtier.workers import AsyncWorker
+from webtier.workers import JOBS, AsyncWorker, warm_rows
 
 log = logging.getLogger("webtier.shop")
 
@@ -50,7 +51,12 @@ async def maintenance(
 ) -> AsyncIterator[AsyncWorker]:
     """A worker running every job until the block ends, then stopped warm
     (cold after :data:`STOP_WAIT`)."""
-    worker = AsyncWorker(AsyncWebTier(tier.client, jobs_config(tier.config, inventory, settings)))
+    jobs = [*JOBS.values()]
+    if settings.warm_rows:
+        jobs.append(warm_rows(inventory, min(settings.warm_rows, settings.items)))
+    worker = AsyncWorker(
+        AsyncWebTier(tier.client, jobs_config(tier.config, inventory, settings)), jobs
+    )
     task = asyncio.create_task(worker.run(), name="webtier-shop-worker")
     try:
         yield worker

@@ -45,6 +45,9 @@ class ShopSettings:
     most_viewed: int = 8  # items on the home page's "most viewed" shelf
     sql_threads: int = 16  # database calls run at once (SQLite and small pools like few)
     dashboard: bool = True  # /dashboard and /metrics (see above)
+    # Rows of the most viewed items the jobs keep cached ahead of their views
+    # (as many as the page cache admits by default); 0: none.
+    warm_rows: int = 10_000
 
     def __post_init__(self) -> None:
         require(is_int(self.items) and self.items >= 1, "items must be an int >= 1")
@@ -61,5 +64,6 @@ class ShopSettings:
             or (isinstance(self.secret, bytes) and len(self.secret) >= MIN_SECRET_BYTES),
             f"secret must be None or at least {MIN_SECRET_BYTES} bytes",
         )
+        require(is_int(self.warm_rows) and self.warm_rows >= 0, "warm_rows must be an int >= 0")
         for name in ("most_viewed", "sql_threads"):
             require(is_int(getattr(self, name)) and getattr(self, name) >= 1, f"{name} >= 1")
