@@ -306,6 +306,30 @@ async def test_kill_9_mid_pipeline() -> None:
             await proxy.close()
 
 
+async def test_a_server_loading_its_data_is_an_outage_not_a_wrong_url() -> None:
+    # A redis-server just restarted answers every command LOADING until its
+    # data is in memory (a kill -9 and restart, in the fault suite): the
+    # greeting refused so is retried, never a ConfigError that ends it.
+    async def loading(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while chunk := await reader.read(65536):
+            commands = chunk.count(b"\r\n*") + chunk.startswith(b"*")
+            writer.write(b"-LOADING Redis is loading the dataset in memory\r\n" * commands)
+        writer.close()
+
+    server = await asyncio.start_server(loading, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = webtier.connect_async(f"redis://127.0.0.1:{port}/0")
+    tier = tier_of(client, time_limit=1.0)
+    try:
+        with pytest.raises(webtier.RedisUnavailable) as raised:
+            await tier.counters.record("hits")
+        assert not isinstance(raised.value, webtier.ConfigError)
+        assert "LOADING" in str(raised.value.__cause__) or "loading" in str(raised.value)
+    finally:
+        await client.aclose()
+        server.close()
+
+
 # -- sizes, forks ---------------------------------------------------------------------------
 
 

@@ -94,6 +94,10 @@ async def _greet(link: Link, settings: Settings) -> None:
             raise reply
         if isinstance(reply, rx.NoPermissionError):
             raise rx.AuthorizationError(f"{settings.name}: {reply}")
+        if isinstance(reply, rx.BusyLoadingError):
+            # A server loading its data (just restarted) will answer soon:
+            # an outage, retried like a refused connection.
+            raise reply
         if isinstance(reply, BaseException):
             # A database the server lacks, a HELLO the server does not know
             # (RESP3 asked of Redis 5): the URL is wrong, retrying won't help.
