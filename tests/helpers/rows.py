@@ -73,6 +73,7 @@ class Instrumented(Source):
         self.inner = inner
         self.pause = pause
         self.loads = 0
+        self.loaded: list[str] = []  # the keys of every load, in order
         self.read = threading.Event()  # set once a load has queried
         self.gate = threading.Event()  # loads wait for it after querying
         if not gated:
@@ -86,6 +87,7 @@ class Instrumented(Source):
         rows = self.inner.load(keys)
         with self._lock:
             self.loads += 1
+            self.loaded += keys
         if self.pause:
             time.sleep(self.pause)
         self.read.set()
