@@ -36,6 +36,7 @@ import httpx
 import sqlalchemy as sa
 
 from benchmarks._harness import Harness
+from benchmarks._render import number
 from benchmarks._results import Goal, Measurement, Row
 from benchmarks._shop_server import FIGURES, RESET, jobs, serve
 from webtier.demo import shopdb
@@ -190,7 +191,11 @@ def _per_request(stack: Stack, key: str, scale: float = 1.0) -> tuple[float, ...
 
 def _measure(
     h: Harness, stack: Stack, what: str, unit: str, values: tuple[float, ...]
-) -> Measurement:
+) -> Measurement | None:
+    """The figure of ``values``; None when no run measured it (a run so short,
+    or a machine so busy, that the stack answered no request in it)."""
+    if not values:
+        return None
     clients = VISITORS_PER_PROCESS * max(h.settings.processes)
     measurement = Measurement(f"{NAMES[stack.name]}: {what}", clients, unit, values)
     h.measurements.append(measurement)
@@ -213,7 +218,7 @@ def _latency(stack: Stack, route: str | None = None) -> str:
 def _rows(h: Harness, stacks: dict[str, Stack]) -> list[Row]:
     ours = stacks["webtier"]
 
-    def rate(stack: Stack, route: str | None = None) -> Measurement:
+    def rate(stack: Stack, route: str | None = None) -> Measurement | None:
         values = tuple(_requests(r, route) / r.seconds for r in stack.reports)
         return _measure(h, stack, f"{route or 'all requests'}", "req/s", values)
 
@@ -248,7 +253,8 @@ def _rows(h: Harness, stacks: dict[str, Stack]) -> list[Row]:
         rows.append(
             Row(f"{route}, requests/s: webtier vs the book (SQL only in the note)", "req/s",
                 clients, per_route["webtier"], per_route["book"],
-                note=f"SQL only {per_route['sql'].value:,.1f} req/s; {note}")
+                note=f"SQL only {number(sql.value if (sql := per_route['sql']) else None)} "
+                f"req/s; {note}")
         )  # fmt: skip
     trips = {n: _measure(h, s, "Redis round trips", "per request", _per_request(s, "round_trips"))
              for n, s in stacks.items() if n != "sql"}  # fmt: skip
@@ -298,7 +304,7 @@ def _rows(h: Harness, stacks: dict[str, Stack]) -> list[Row]:
             goals=(Goal(1, of="webtier", at_least=False, unit="ms"),),
             note=f"{IDLE_HITS} sequential requests after the load, from their arrival in the "
             f"app to the last byte, every middleware; under load (the event loop's queue "
-            f"included) {loaded.value:.1f} ms" if loaded.values else ""),
+            f"included) {loaded.value:.1f} ms" if loaded else ""),
         Row("anonymous views of the top 10,000 items served without SQL", "%", clients,
             without_sql, None, goals=(Goal(95, of="webtier", unit="%"),)),
     ]  # fmt: skip
