@@ -166,12 +166,16 @@ def test_the_demo_on_worker_processes(redis_url: str, prefix: str, tmp_path: Pat
             for item in range(1, 21):
                 assert http.get(f"/item/{item}").status_code == 200
         os.killpg(demo.pid, signal.SIGINT)
-        rest, _ = demo.communicate(timeout=60)
-        shown.append(rest)
+        demo.wait(timeout=60)
+        # Read through the same file, not communicate(): the lines after the
+        # URL may be in its buffer already, which communicate() would skip.
+        shown.append(demo.stdout.read())
     finally:
         if demo.poll() is None:
             os.killpg(demo.pid, signal.SIGKILL)
             demo.wait()
+        if demo.stdout is not None:
+            demo.stdout.close()
     output = "".join(shown)
     assert demo.returncode == 0, output
     assert "served by 2 worker processes" in output
