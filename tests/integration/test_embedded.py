@@ -93,3 +93,21 @@ def test_no_orphan_server_whatever_ends_the_owner(tmp_path: Path, how: signal.Si
     assert wait_until(lambda: servers_for(socket_path) == []), (
         f"redis-server outlived its owner ({how.name})"
     )
+
+
+def test_a_new_data_directory_is_said_on_stderr(tmp_path: Path) -> None:
+    # A mistyped --data-dir starts a server with no data: said, not silent.
+    typo = tmp_path / "typo"
+
+    def ranking_top() -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "webtier", "--data-dir", str(typo), "ranking", "top"]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+    first = ranking_top()
+    assert first.returncode == 0, first.stderr
+    said = f"started a new embedded redis-server, with no data yet, in {typo.resolve()}"
+    assert said in first.stderr
+    again = ranking_top()  # the same directory, with its data now
+    assert again.returncode == 0, again.stderr
+    assert "started a new" not in again.stderr
+    assert servers_for(typo.resolve() / "redis.sock") == []

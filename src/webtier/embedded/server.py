@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ from webtier.embedded.wire import (
 )
 from webtier.errors import EmbeddedServerError
 
+_LOG = logging.getLogger(__name__)
 _START_TIMEOUT = 15.0  # seconds
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "-::1", "localhost"})
 
@@ -103,6 +105,13 @@ class EmbeddedRedis:
                     password_of(self.data_dir, create=True)
                     self._wait_ready(keeper.launch(binary, self.data_dir, self.port))
                     self.owner = True
+                    if self.new_data_dir:
+                        # Said, not silent: a mistyped data directory would
+                        # otherwise look like a server whose data is gone.
+                        _LOG.warning(
+                            "started a new embedded redis-server, with no data yet, in %s",
+                            self.data_dir,
+                        )
             except BaseException:
                 lease.release()
                 raise
