@@ -22,6 +22,7 @@ from webtier.embedded import EmbeddedRedis
 from webtier.embedded.keeper import PID_FILE
 from webtier.embedded.password import password_path
 from webtier.embedded.status import server_status
+from webtier.errors import EmbeddedServerError
 from webtier.testing.redis_servers import free_port
 
 
@@ -117,6 +118,26 @@ def test_joining_with_a_port_listens_on_loopback_only_with_a_password(data_dir: 
     assert "started" not in command.said()
 
 
+def test_a_port_left_by_a_killed_command_closes(data_dir: Path) -> None:
+    port = free_port()
+    with EmbeddedRedis(data_dir):
+        command = ServerCommand(data_dir, "--port", str(port))
+        try:
+            assert not refused("127.0.0.1", port)
+            command.process.kill()  # no goodbye: the keeper sees its lease go
+            command.process.wait()
+            assert wait_until(lambda: refused("127.0.0.1", port), 30)
+        finally:
+            command.close()
+
+
+def test_a_second_port_is_refused_while_the_first_is_wanted(data_dir: Path) -> None:
+    with EmbeddedRedis(data_dir, port=free_port()) as first:
+        with pytest.raises(EmbeddedServerError, match=f"listens on TCP port {first.port}"):
+            EmbeddedRedis(data_dir, port=free_port()).start()
+        assert not refused("127.0.0.1", first.port)
+
+
 def test_the_unix_socket_needs_the_password_too(data_dir: Path) -> None:
     with EmbeddedRedis(data_dir) as server:
         with pytest.raises(redis.AuthenticationError):
@@ -139,6 +160,8 @@ def test_a_killed_server_is_restarted_with_its_data(data_dir: Path) -> None:
         assert client.get("kept") == b"yes"
         assert int(client.info("server")["process_id"]) != pid
         assert command.process.poll() is None  # still on duty
+        shown = "\n".join(server_status(data_dir).lines())
+        assert f"after pid {pid} was killed by SIGKILL" in shown
         client.close()
     finally:
         command.close()

@@ -7,8 +7,8 @@ parent gone), so no user process takes the server down with it. Every
 ``CHECK_EVERY`` seconds it counts the live leases (see
 :mod:`webtier.embedded.leases`); when none is left, e.g. the last user was
 killed with ``kill -9``, it stops the server with ``SHUTDOWN SAVE``. A user
-leaving normally does that itself at once. When the count changes it also
-closes a TCP port no living user asked for.
+leaving normally does that itself at once. When a user comes, leaves or
+dies, it also closes a TCP port no living user asked for.
 
 A server killed by a signal (``kill -9``, the OOM killer, a crash) while
 users are left is started again on its data directory: it reloads its
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from webtier.embedded.binary import die_with_parent, socket_path_for
-from webtier.embedded.leases import live_leases, start_lock, wanted_ports
+from webtier.embedded.leases import lease_files, live_leases, start_lock, wanted_ports
 from webtier.embedded.password import password_of
 from webtier.embedded.wire import config_get, config_set, is_gone, shutdown_save
 
@@ -164,10 +164,11 @@ def _watch(server: subprocess.Popen[bytes], data_dir: Path, socket_path: Path) -
         with start_lock(data_dir, wait=False) as locked:
             if not locked or server.poll() is not None:
                 continue
+            files = lease_files(data_dir)
             count = live_leases(data_dir)
             if count == 0:
                 shutdown_save(socket_path, password)
-            elif count != users:
+            elif count != users or files != count:  # a user came, left or died
                 with contextlib.suppress(OSError):  # still loading its data: next time
                     close_unwanted_port(data_dir, socket_path, password)
                     users = count

@@ -91,6 +91,11 @@ def live_leases(data_dir: Path, *, reclaim: bool = True) -> int:
     return len(_live_ports(data_dir, reclaim=reclaim))
 
 
+def lease_files(data_dir: Path) -> int:
+    """How many lease files there are, live and stale."""
+    return sum(1 for _ in (data_dir / "leases").glob("*.lease"))
+
+
 def wanted_ports(data_dir: Path) -> set[int]:
     """The TCP ports the living users asked for (none: the socket only)."""
     return {port for port in _live_ports(data_dir, reclaim=False) if port}
