@@ -26,7 +26,10 @@ Errors are webtier's: a cluster none of whose seeds answers raises
 mode, a ``rediss://`` URL on a plain-TCP server (within the connect timeout:
 :mod:`webtier._core.tls_check`) or a database number the server does not
 have raise :class:`~webtier.errors.ConfigError`, sync or asyncio, at once
-(``connect()`` of a cluster) or on the first operation.
+(``connect()`` of a cluster) or on the first operation; so does a URL on
+something that answers, but not as Redis ("127.0.0.1:8000 answered, but not
+as Redis (it looks like HTTP)": :mod:`webtier._core.not_redis`). A new
+connection is greeted within the connect timeout, not the socket timeout.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from redis.retry import Retry
 from webtier._core.deadline import time_left
 from webtier._core.mux import MuxClient
 from webtier._core.mux.settings import settings_from
+from webtier._core.not_redis import greet
 from webtier._core.redis_errors import as_webtier_error
 from webtier._core.tls_check import AsyncTlsChecked, TlsChecked
 from webtier.config import Config
@@ -146,29 +150,34 @@ def connect(url: str, **options: Any) -> redis.Redis | redis.cluster.RedisCluste
 
 class _TimeBound:
     """Mixed into the connection classes of the sync clients connect()
-    makes: while a webtier operation with a time limit runs, a connection
-    it opens connects (and says hello) within the time left, not within the
-    client's socket timeouts."""
+    makes. A new connection connects and is greeted within the connect
+    timeout (its greeting not left to the longer socket timeout), or within
+    the time left of a webtier operation's time limit if that is shorter;
+    its first words are a PING ending in an empty line, so that something
+    that answers, but not as Redis, is said at once (see
+    :mod:`webtier._core.not_redis`)."""
 
     socket_connect_timeout: float | None
     socket_timeout: float | None
 
     def connect(self) -> None:
         left = time_left()
-        if left is None:
-            super().connect()  # type: ignore[misc]
-            return
-        if left <= 0:
+        if left is not None and left <= 0:
             raise rx.TimeoutError("the time limit was reached before connecting")
         saved = self.socket_connect_timeout, self.socket_timeout
-        self.socket_connect_timeout = min(left, saved[0] or left)
-        self.socket_timeout = min(left, saved[1] or left)
+        limit = saved[0] if left is None else min(left, saved[0] or left)
+        self.socket_connect_timeout = self.socket_timeout = limit
         try:
             super().connect()  # type: ignore[misc]
         finally:
             self.socket_connect_timeout, self.socket_timeout = saved
             # The socket and its parser back to the client's own timeout.
             cast(Any, self).update_current_socket_timeout(-1)
+
+    def on_connect_check_health(self, *args: Any, **kwargs: Any) -> None:
+        this = cast(Any, self)
+        greet(this._sock, this._host_error())
+        super().on_connect_check_health(*args, **kwargs)  # type: ignore[misc]
 
 
 _TIME_BOUND: dict[type, type] = {}

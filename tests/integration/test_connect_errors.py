@@ -1,15 +1,21 @@
 """A wrong URL is one webtier error naming the cause and the fix, from the
 sync and the asyncio API alike, and quickly: a database number the server
 lacks, a server that is not a cluster, nothing at a cluster URL, TLS on a
-plain-TCP server."""
+plain-TCP server, an HTTP server where Redis was expected."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import threading
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 import webtier
+from tests.helpers.web import uvicorn_serving
 from webtier.testing import RedisServer, free_port
 
 pytestmark = pytest.mark.anyio
@@ -80,3 +86,42 @@ async def test_tls_on_nothing_stays_an_outage(api: str) -> None:
     # configuration error: that is retried, and reported as unreachable.
     error, _ = await raised_within(5, f"rediss://127.0.0.1:{free_port()}/0", api)
     assert isinstance(error, webtier.RedisUnavailable)
+
+
+async def _lifespan_only(scope: Any, receive: Any, send: Any) -> None:
+    # The app starts and stops; no HTTP request ever reaches it.
+    assert scope["type"] == "lifespan"
+    while (await receive())["type"] != "lifespan.shutdown":
+        await send({"type": "lifespan.startup.complete"})
+    await send({"type": "lifespan.shutdown.complete"})
+
+
+@contextlib.contextmanager
+def http_server(kind: str) -> Iterator[int]:
+    """A real HTTP server on a free loopback port: uvicorn with h11 (which
+    waits for the end of a request's headers, as most servers do), or the
+    standard library's (which answers the first line at once)."""
+    if kind == "h11":
+        with uvicorn_serving(_lifespan_only, http="h11") as url:
+            yield int(url.rsplit(":", 1)[1])
+        return
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["h11", "stdlib"])
+@pytest.mark.parametrize("api", ["sync", "async"])
+async def test_an_http_server_is_said_at_once(kind: str, api: str) -> None:
+    # Timeouts of 30 s: waiting for one (as before, 4 tries of it) would
+    # take 30 s at least, against the few milliseconds of an answer.
+    with http_server(kind) as port:
+        url = f"redis://127.0.0.1:{port}/0?socket_connect_timeout=30&socket_timeout=30"
+        error, _ = await raised_within(10, url, api)
+    assert isinstance(error, webtier.ConfigError)  # never retried
+    assert str(error) == f"127.0.0.1:{port} answered, but not as Redis (it looks like HTTP)"

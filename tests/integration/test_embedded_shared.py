@@ -43,7 +43,7 @@ def user_process(data_dir: Path, body: str, *, join_at: float = 0.0) -> subproce
         from webtier.embedded import EmbeddedRedis
         time.sleep(max(0.0, {join_at} - time.time()))
         server = EmbeddedRedis(sys.argv[1]).start()
-        client = redis.Redis(unix_socket_path=str(server.socket_path))
+        client = redis.Redis.from_url(server.url)
         """
     )
     script += textwrap.dedent(body) + "\nclient.close()\nserver.stop()\n"
@@ -66,7 +66,7 @@ def test_the_demo_outlives_the_worker_that_started_the_server(tmp_path: Path) ->
         worker.send_signal(signal.SIGTERM)  # the process that started the server
         assert worker.wait(timeout=30) == 0
         assert servers_for(socket_path) != []
-        client = redis.Redis(unix_socket_path=str(socket_path))
+        client = redis.Redis.from_url(EmbeddedRedis(tmp_path).url)
         before = int(client.dbsize())
         assert wait_until(lambda: int(client.info("stats")["total_commands_processed"]) > 0)
         commands = int(client.info("stats")["total_commands_processed"])
@@ -102,7 +102,7 @@ def test_eight_processes_starting_at_once_start_one_server(tmp_path: Path) -> No
         assert status.running
         assert status.users == 8
         assert len(servers_for(shared.resolve() / "redis.sock")) == 1
-        client = redis.Redis(unix_socket_path=str(status.socket_path))
+        client = redis.Redis.from_url(EmbeddedRedis(shared).url)
         assert wait_until(lambda: client.get("joined") == b"8")
         client.close()
         release.touch()
@@ -117,7 +117,7 @@ def test_eight_processes_starting_at_once_start_one_server(tmp_path: Path) -> No
                 process.wait()
     assert wait_until(lambda: servers_for(shared.resolve() / "redis.sock") == [])
     with EmbeddedRedis(shared) as again:  # the data was saved as the last one left
-        client = redis.Redis(unix_socket_path=str(again.socket_path))
+        client = redis.Redis.from_url(again.url)
         assert client.get("joined") == b"8"
         client.close()
 
@@ -129,14 +129,14 @@ def test_the_last_to_leave_stops_the_server_with_its_data_saved(tmp_path: Path) 
         first.communicate(timeout=60)
         assert first.returncode == 0
         assert servers_for(socket_path) != []  # the second is still there
-        client = redis.Redis(unix_socket_path=str(second.socket_path))
+        client = redis.Redis.from_url(second.url)
         assert client.get("first") == b"1"
         client.set("second", "2")  # and at once leave: SHUTDOWN SAVE flushes it
         client.close()
     assert servers_for(socket_path) == []
     assert (tmp_path / "dump.rdb").exists()
     with EmbeddedRedis(tmp_path) as again:
-        client = redis.Redis(unix_socket_path=str(again.socket_path))
+        client = redis.Redis.from_url(again.url)
         assert client.mget("first", "second") == [b"1", b"2"]
         client.close()
 
@@ -166,7 +166,7 @@ def test_a_killed_user_does_not_keep_the_server_forever(tmp_path: Path) -> None:
             assert user.stdout is not None
             user.stdout.close()
     with EmbeddedRedis(tmp_path) as again:  # saved by the keeper's SHUTDOWN SAVE
-        client = redis.Redis(unix_socket_path=str(again.socket_path))
+        client = redis.Redis.from_url(again.url)
         assert client.get("k") == b"v"
         client.close()
 
@@ -180,7 +180,7 @@ def test_server_status_stop_and_reset_commands(tmp_path: Path) -> None:
 
     assert webtier_cli("server", "status") == (1, f"not running (data dir {tmp_path})\n")
     with EmbeddedRedis(tmp_path, port=0) as user:
-        client = redis.Redis(unix_socket_path=str(user.socket_path))
+        client = redis.Redis.from_url(user.url)
         client.set("k", "v")
         code, shown = webtier_cli("server", "status")
         assert code == 0
@@ -222,8 +222,10 @@ def test_the_server_command_listens_on_tcp_too(tmp_path: Path) -> None:
     try:
         assert child.stdout is not None
         assert child.stdout.readline().startswith("started: export WEBTIER_REDIS_URL=unix://")
-        assert child.stdout.readline() == f"tcp: redis://127.0.0.1:{port}\n"
-        client = redis.Redis(port=port)
+        tcp = child.stdout.readline()
+        assert tcp.startswith("tcp (127.0.0.1 and ::1 only): redis://:")
+        assert tcp.endswith(f"@127.0.0.1:{port}/0\n")
+        client = redis.Redis.from_url(tcp.split(": ", 1)[1].strip())
         assert client.ping()
         client.close()
         assert server_status(tmp_path).port == port

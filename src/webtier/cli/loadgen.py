@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from webtier.cli.failures import CommandRefused
+from webtier.cli.failures import CommandFailed, CommandRefused
 from webtier.cli.output import PIPE_WIDTH, json_option, print_json
 from webtier.cli.shared import FiniteFloat
 from webtier.errors import ConfigError
@@ -96,7 +96,8 @@ def loadgen(
     Visitors see the home page and Zipf-popular items, fill carts, log in,
     check out, come back with their cookies. When it stops (--visitors all
     done, --duration over, or Ctrl-C; twice: at once, without a report) it
-    prints requests/s, latency percentiles per route and error counts."""
+    prints requests/s, latency percentiles per route and error counts; it
+    exits 1 if every request failed (no answer at all from URL)."""
     from webtier.demo.loadgen import check_target, drive  # imports httpx: only when run
 
     try:
@@ -135,6 +136,13 @@ def loadgen(
         from rich.console import Console  # rich: only to print the table
 
         Console(width=None if sys.stdout.isatty() else PIPE_WIDTH).print(report.table())
+    if report.requests and report.transport_errors == report.requests:
+        # The report is printed (it is the evidence); the status says the
+        # run measured nothing, for scripts and CI.
+        raise CommandFailed(
+            f"every request failed: {report.transport_errors:,} transport errors, no answer "
+            f"from {base_url} (is the shop running there?)"
+        )
 
 
 class _StopOnInterrupt:

@@ -38,7 +38,8 @@ def joined(options: SharedOptions, port: int = 0) -> EmbeddedRedis:
     "--port",
     type=click.IntRange(0, 65535),
     default=0,
-    help="Also listen on this TCP port, on 127.0.0.1 only [default: the unix socket only].",
+    help="Also listen on this TCP port, on 127.0.0.1 and ::1 only, with the password, "
+    "until this command exits [default: the unix socket only].",
 )
 @click.pass_context
 def server(ctx: click.Context, port: int) -> None:
@@ -46,7 +47,8 @@ def server(ctx: click.Context, port: int) -> None:
 
     The server is shared: every webtier process using the same data
     directory joins it, and the last one to leave stops it (its data saved).
-    This command keeps it running until Ctrl-C."""
+    This command keeps it running until Ctrl-C, and says when it died and
+    came back (its keeper restarts a server that was killed)."""
     if ctx.invoked_subcommand is not None:
         return
     options = ctx.find_object(SharedOptions)
@@ -55,15 +57,19 @@ def server(ctx: click.Context, port: int) -> None:
     try:
         role = "started" if embedded.owner else "already running"
         click.echo(f"{role}: export WEBTIER_REDIS_URL={embedded.url}")
-        if port:
-            click.echo(f"tcp: redis://127.0.0.1:{port}")
+        if embedded.tcp_url:
+            click.echo(f"tcp (127.0.0.1 and ::1 only): {embedded.tcp_url}")
         sys.stdout.flush()
         stop = threading.Event()
         with stop_on_signals(stop.set), contextlib.suppress(ColdStop):
             while not stop.wait(1.0):
-                if not embedded.running:
-                    click.echo("the server was stopped (webtier server stop)", err=True)
+                state, what = embedded.check()
+                if what:
+                    click.echo(what, err=True)
+                if state == "stopped":
                     break
+                if state == "down":
+                    sys.exit(1)
     finally:
         embedded.stop()
 
@@ -101,7 +107,7 @@ def reset(options: SharedOptions, yes: bool) -> None:
 
     embedded = joined(options)
     try:
-        client = redis.Redis(unix_socket_path=str(embedded.socket_path))
+        client = redis.Redis.from_url(embedded.url)
         try:
             keys = client.dbsize()
             client.flushall()

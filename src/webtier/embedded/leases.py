@@ -9,6 +9,8 @@ dies, even by ``kill -9``:
 - ``leases/*.lease``, one per user: a process holds an exclusive lock on its
   lease while it uses the server. A lease file nobody holds locked belongs
   to a dead process: it is *stale*, and reclaimed (deleted) when counted.
+  It holds the TCP port its process asked for (0: none), so the port stays
+  open exactly while a living process wants it.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def start_lock(data_dir: Path, *, wait: bool = True) -> Iterator[bool]:
 class Lease:
     """This process's claim on the server: a locked file in ``leases/``."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, port: int = 0) -> None:
         folder = data_dir / "leases"
         folder.mkdir(exist_ok=True, mode=0o700)
         handle, name = tempfile.mkstemp(prefix=f"{os.getpid()}-", suffix=".lease", dir=folder)
@@ -65,6 +67,8 @@ class Lease:
         self.pid = os.getpid()  # a forked child inherits the lock, not the lease
         self._file: IO[bytes] | None = os.fdopen(handle, "wb")
         fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._file.write(b"%d\n" % port)
+        self._file.flush()
 
     @property
     def held(self) -> bool:
@@ -84,7 +88,21 @@ class Lease:
 def live_leases(data_dir: Path, *, reclaim: bool = True) -> int:
     """How many leases are held by living processes; the stale ones are
     deleted if ``reclaim`` (do it under the start lock)."""
-    live = 0
+    return len(_live_ports(data_dir, reclaim=reclaim))
+
+
+def lease_files(data_dir: Path) -> int:
+    """How many lease files there are, live and stale."""
+    return sum(1 for _ in (data_dir / "leases").glob("*.lease"))
+
+
+def wanted_ports(data_dir: Path) -> set[int]:
+    """The TCP ports the living users asked for (none: the socket only)."""
+    return {port for port in _live_ports(data_dir, reclaim=False) if port}
+
+
+def _live_ports(data_dir: Path, *, reclaim: bool) -> list[int]:
+    ports = []
     for path in (data_dir / "leases").glob("*.lease"):
         try:
             file = path.open("rb")
@@ -94,8 +112,9 @@ def live_leases(data_dir: Path, *, reclaim: bool = True) -> int:
             try:
                 fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                live += 1
+                text = file.read().strip()
+                ports.append(int(text) if text.isdigit() else 0)
                 continue
             if reclaim:
                 path.unlink(missing_ok=True)
-    return live
+    return ports

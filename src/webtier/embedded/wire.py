@@ -1,5 +1,7 @@
 """The few words webtier says to its embedded server without redis-py:
-whether it answers, and asking it to save and stop."""
+whether it answers, its settings, and asking it to save and stop. Every
+exchange authenticates first with the data directory's password (see
+:mod:`webtier.embedded.password`)."""
 
 from __future__ import annotations
 
@@ -8,63 +10,114 @@ import socket
 import time
 from pathlib import Path
 
+Reply = bytes | int | list["Reply"] | Exception | None
 
-def _ask(path: Path, command: bytes, *, timeout: float) -> bytes:
-    """The server's whole reply to ``command`` (a simple or bulk string),
-    or what came before it closed the connection."""
+
+def _encode(command: tuple[str | int, ...]) -> bytes:
+    parts = [str(part).encode() for part in command]
+    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+
+
+def _parse(buffer: bytes, start: int = 0) -> tuple[Reply, int] | None:
+    """One RESP2 reply from ``buffer[start:]`` and where it ends; None if
+    it is not all there yet."""
+    end = buffer.find(b"\r\n", start)
+    if end < 0:
+        return None
+    kind, line, after = buffer[start : start + 1], buffer[start + 1 : end], end + 2
+    if kind == b"+":
+        return line, after
+    if kind == b"-":
+        return OSError(line.decode(errors="replace")), after
+    if kind == b":":
+        return int(line), after
+    if kind == b"$":
+        size = int(line)
+        if size < 0:
+            return None, after
+        if len(buffer) < after + size + 2:
+            return None
+        return buffer[after : after + size], after + size + 2
+    if kind == b"*":
+        items: list[Reply] = []
+        for _ in range(max(int(line), 0)):
+            parsed = _parse(buffer, after)
+            if parsed is None:
+                return None
+            item, after = parsed
+            items.append(item)
+        return items, after
+    raise OSError(f"not a Redis reply: {buffer[start : start + 40]!r}")
+
+
+def ask(
+    path: Path, password: str | None, *commands: tuple[str | int, ...], timeout: float
+) -> list[Reply]:
+    """The server's replies to ``commands``, sent in one write after AUTH
+    (whose reply is left out); fewer if it closed the connection."""
+    sent = ((("AUTH", password),) if password else ()) + commands
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         sock.connect(str(path))
-        sock.sendall(command)
-        reply = b""
-        while chunk := sock.recv(65536):
-            reply += chunk
-            if _complete(reply):
-                break
-        return reply
+        sock.sendall(b"".join(_encode(command) for command in sent))
+        buffer, at = b"", 0
+        replies: list[Reply] = []
+        while len(replies) < len(sent) and (chunk := sock.recv(65536)):
+            buffer += chunk
+            while len(replies) < len(sent) and (parsed := _parse(buffer, at)) is not None:
+                reply, at = parsed
+                replies.append(reply)
+    return replies[1:] if password else replies
 
 
-def _complete(reply: bytes) -> bool:
-    head, sep, rest = reply.partition(b"\r\n")
-    if not sep:
-        return False
-    if not head.startswith(b"$"):
-        return True
-    return len(rest) >= int(head[1:]) + 2
-
-
-def answers_ping(path: Path) -> bool:
+def answers_ping(path: Path, password: str | None) -> bool:
     """Whether a redis-server answers PING on the unix socket ``path``."""
     try:
-        return _ask(path, b"PING\r\n", timeout=1.0).startswith(b"+PONG")
+        return ask(path, password, ("PING",), timeout=1.0) == [b"PONG"]
     except OSError:
         return False
 
 
-def server_pid(path: Path) -> int | None:
+def server_pid(path: Path, password: str | None) -> int | None:
     """The pid of the redis-server on ``path``, None if none answers."""
     try:
-        info = _ask(path, b"INFO server\r\n", timeout=2.0)
-    except OSError:
+        (info,) = ask(path, password, ("INFO", "server"), timeout=2.0)
+    except (OSError, ValueError):
         return None
-    for line in info.split(b"\r\n"):
+    for line in info.split(b"\r\n") if isinstance(info, bytes) else ():
         if line.startswith(b"process_id:"):
             return int(line.split(b":", 1)[1])
     return None
 
 
-def shutdown_save(path: Path, *, timeout: float = 60.0) -> None:
+def config_get(path: Path, password: str | None, name: str) -> str:
+    """One setting of the server (``CONFIG GET name``), as text."""
+    (reply,) = ask(path, password, ("CONFIG", "GET", name), timeout=2.0)
+    if isinstance(reply, Exception):
+        raise reply
+    if not isinstance(reply, list) or len(reply) != 2 or not isinstance(reply[1], bytes):
+        raise OSError(f"CONFIG GET {name}: unexpected reply {reply!r}")
+    return reply[1].decode()
+
+
+def config_set(path: Path, password: str | None, name: str, value: str | int) -> None:
+    (reply,) = ask(path, password, ("CONFIG", "SET", name, value), timeout=5.0)
+    if isinstance(reply, Exception):
+        raise reply
+
+
+def shutdown_save(path: Path, password: str | None, *, timeout: float = 60.0) -> None:
     """``SHUTDOWN SAVE``: the server writes its data to disk, then exits;
     returns once its process is gone (or there was none)."""
-    pid = server_pid(path)
+    pid = server_pid(path, password)
     if pid is None:
         return
     try:
-        reply = _ask(path, b"SHUTDOWN SAVE\r\n", timeout=timeout)
+        replies = ask(path, password, ("SHUTDOWN", "SAVE"), timeout=timeout)
     except OSError:
-        reply = b""  # the server closes the connection as it exits
-    if reply.startswith(b"-"):
-        raise OSError(f"redis-server refused SHUTDOWN SAVE: {reply.decode(errors='replace')}")
+        replies = []  # the server closes the connection as it exits
+    if replies and isinstance(replies[0], Exception):
+        raise OSError(f"redis-server refused SHUTDOWN SAVE: {replies[0]}")
     wait_gone(pid, timeout)
 
 

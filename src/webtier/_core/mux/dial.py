@@ -1,6 +1,8 @@
 """Opening one connection: connect (TCP, unix socket or TLS), then greet the
 server (HELLO, AUTH, CLIENT SETNAME, SELECT) in one round trip, all within
-the connect timeout. A refusal of the greeting is said as what it means:
+the connect timeout. Something that answers, but not as Redis, is a
+``ConfigError`` at once (see :mod:`webtier._core.not_redis`). A refusal of
+the greeting is said as what it means:
 wrong credentials are an outage of this client (``AuthenticationError``,
 which the wire reports as such), a database the server lacks is a
 ``ConfigError`` raised at once, as is a ``rediss://`` URL on a plain server.
@@ -16,6 +18,7 @@ from redis import exceptions as rx
 
 from webtier._core.mux.link import Limits, Link, outcome_of
 from webtier._core.mux.settings import Settings
+from webtier._core.not_redis import GREETING_END
 from webtier._core.protocol import Command
 from webtier._core.redis_errors import as_webtier_error
 from webtier._core.tls_check import NOT_TLS, speaks_plain_redis_async
@@ -86,7 +89,9 @@ async def _connect(link: Link, settings: Settings, loop: asyncio.AbstractEventLo
 
 async def _greet(link: Link, settings: Settings) -> None:
     greeting = settings.greeting()
-    outcome = outcome_of(await link.send(pack(greeting), len(greeting)).future)
+    # The empty line after the greeting makes an HTTP server answer at once
+    # (see webtier._core.not_redis); Redis skips it.
+    outcome = outcome_of(await link.send(pack(greeting) + GREETING_END, len(greeting)).future)
     if outcome.error is not None:
         raise outcome.error
     for reply in outcome.replies:

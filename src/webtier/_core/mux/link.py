@@ -34,6 +34,7 @@ import hiredis
 from redis import exceptions as rx
 
 from webtier._core.actions import Outcome, TimeLimitReached
+from webtier._core.not_redis import not_redis
 from webtier._core.redispy import parse_error
 
 _NO_REPLY: Any = object()  # what the reader returns while a reply is incomplete
@@ -219,7 +220,9 @@ class Link(asyncio.Protocol):
             try:
                 reply = reader.gets()
             except hiredis.ProtocolError as error:
-                self.abort(rx.ConnectionError(f"{self.name}: not a Redis reply ({error})"))
+                # The very first bytes (the greeting's reply) say what answered.
+                first = not_redis(self.name, data) if self.progress == 1 else None
+                self.abort(first or rx.ConnectionError(f"{self.name}: not a Redis reply ({error})"))
                 return
             if reply is _NO_REPLY:
                 break

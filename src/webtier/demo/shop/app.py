@@ -99,6 +99,7 @@ def routes(shop: Shop) -> list[Route | Mount]:
         Route("/account/logout-everywhere", accounts.logout_everywhere, methods=["POST"]),
         Route("/flash-sale", pages.flash_sale, name="flash_sale"),
         Route("/healthz", pages.healthz),
+        Route("/readyz", pages.readyz),
         Mount("/static", StaticFiles(packages=[("webtier.demo.shop", "static")]), name="static"),
     ]
 

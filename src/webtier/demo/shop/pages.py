@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import anyio
+import sqlalchemy as sa
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from webtier.demo.shop.context import Visitor, render_item, session_of, shop_of
+from webtier import time_limit
+from webtier.demo import shopdb
+from webtier.demo.shop.context import Shop, Visitor, render_item, session_of, shop_of
 from webtier.demo.shop.settings import FLASH_SALE_ITEMS, SESSION_COOKIE
+from webtier.errors import WebtierError
+
+READY_BUDGET = 1.0  # seconds each of Redis and the database has to answer /readyz
 
 
 def _ids(names: list[str]) -> list[int]:
@@ -63,8 +70,46 @@ async def flash_sale(request: Request) -> Response:
 
 
 async def healthz(request: Request) -> Response:
-    """Liveness for a load balancer: no session, no Redis, no database."""
+    """Liveness: the process serves requests. No session, no Redis, no
+    database: an outage of those is /readyz's to say (restarting the shop
+    would not end it)."""
     return PlainTextResponse("ok")
+
+
+async def readyz(request: Request) -> Response:
+    """Readiness for a load balancer: 200 if Redis and the database both
+    answer within READY_BUDGET seconds, else 503, one line for each."""
+    shop = shop_of(request)
+    redis, database = await _redis_answers(shop), await _database_answers(shop)
+    ready = redis == database == "ok"
+    body = f"{'ready' if ready else 'not ready'}\nredis: {redis}\ndatabase: {database}\n"
+    return PlainTextResponse(body, status_code=200 if ready else 503)
+
+
+async def _redis_answers(shop: Shop) -> str:
+    try:
+        with time_limit(READY_BUDGET):
+            await shop.tier.deployment.stored()  # one GET, on any deployment
+    except WebtierError as error:
+        return f"unreachable ({error})"
+    return "ok"
+
+
+def _read_one_item(engine: sa.Engine) -> None:
+    with engine.connect() as connection:
+        connection.execute(sa.select(shopdb.inventory.c.item_id).limit(1)).all()
+
+
+async def _database_answers(shop: Shop) -> str:
+    try:
+        with anyio.fail_after(READY_BUDGET):
+            await shop.sql(_read_one_item, shop.engine)
+    except TimeoutError:
+        return f"no answer within {READY_BUDGET:.0f} s"
+    except sa.exc.SQLAlchemyError as error:
+        cause = getattr(error, "orig", None) or error  # the driver's own words
+        return f"unreachable ({type(cause).__name__}: {str(cause).splitlines()[0]})"
+    return "ok"
 
 
 async def not_found(request: Request, error: Exception) -> Response:
