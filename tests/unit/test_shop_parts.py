@@ -104,3 +104,16 @@ def test_an_order_short_of_stock_writes_nothing(engine: sa.Engine, lines: dict[i
 def test_an_empty_order_is_refused(engine: sa.Engine) -> None:
     with pytest.raises(InvalidInput):
         catalog.place_order(engine, {1: 0})
+
+
+def test_a_checkout_key_places_one_order(engine: sa.Engine) -> None:
+    with pytest.raises(OutOfStock):
+        catalog.check_out(engine, "k1", {1: 6})  # refused: the key stays free
+    first = catalog.check_out(engine, "k1", {1: 2}, username="ann")
+    assert first.new
+    again = catalog.check_out(engine, "k1", {2: 1})  # whatever the lines: the key's order
+    assert (again.new, again.order) == (False, first.order)
+    assert catalog.checkout_order(engine, "k1") == first.order
+    assert catalog.checkout_order(engine, "k2") is None
+    assert catalog.count_orders(engine) == 1
+    assert catalog.item(engine, 1)["stock"] == 3  # type: ignore[index]

@@ -56,6 +56,17 @@ order_lines = sa.Table(
     sa.Column("price", sa.Numeric(10, 2), nullable=False),  # the unit price paid
 )
 
+# A checkout's idempotency key, claimed in the transaction that writes its
+# order: a second checkout with the same key (a double click, a retry after
+# a lost answer) finds this row and answers with the order, never a second one.
+checkouts = sa.Table(
+    "checkouts",
+    metadata,
+    sa.Column("checkout_key", sa.String(64), primary_key=True),
+    # NULL only inside the claiming transaction, before its order is written.
+    sa.Column("order_id", sa.ForeignKey("orders.order_id"), nullable=True, unique=True),
+)
+
 _WORDS = (
     "red", "blue", "oak", "steel", "mini", "pro", "lamp", "chair", "mug", "kettle",
     "scarf", "boots", "radio", "clock", "desk", "jar",
