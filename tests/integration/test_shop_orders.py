@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -21,16 +20,22 @@ import sqlalchemy as sa
 import webtier
 from tests.helpers.rows import set_stock
 from tests.helpers.servers import wait_for
-from tests.helpers.shop import STOCK, post, serving, stocked, token
+from tests.helpers.shop import (
+    CHECKOUT_KEY,
+    STOCK,
+    checkout_form,
+    order_of,
+    post,
+    serving,
+    stocked,
+    token,
+)
 from webtier.demo.shop import catalog
 
 pytestmark = [
     pytest.mark.parametrize("database", ["sqlite"], indirect=True),
     pytest.mark.parametrize("target", ["standalone", "cluster"], indirect=True),
 ]
-
-CHECKOUT_KEY = re.compile(r'name="checkout" value="([^"]*)"')
-ORDER = re.compile(r"/orders/(\d+)")
 
 
 @pytest.fixture
@@ -41,22 +46,6 @@ def shop(redis_url: str, prefix: str, database: sa.Engine) -> Iterator[str]:
 
 def browser(url: str) -> httpx.Client:
     return httpx.Client(base_url=url, timeout=10)
-
-
-def checkout_form(client: httpx.Client) -> dict[str, str]:
-    """The cart page's checkout form, as a browser submits it."""
-    page = client.get("/cart")
-    found = CHECKOUT_KEY.search(page.text)
-    assert found, "no checkout form on the cart page"
-    assert found.group(1), "no checkout key in the form"
-    return {"csrftoken": token(page), "checkout": found.group(1)}
-
-
-def order_of(answer: httpx.Response) -> int:
-    assert answer.status_code == 303, answer.text
-    found = ORDER.fullmatch(answer.headers["location"])
-    assert found, answer.headers["location"]
-    return int(found.group(1))
 
 
 def submitted_at_once(url: str, cookies: httpx.Cookies, form: dict[str, str], n: int) -> list[Any]:

@@ -27,6 +27,7 @@ from webtier._core.extras import extra_needed
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import ANALYTICS_COOKIES, Config
 from webtier.demo.shop.settings import SESSION_COOKIE, ShopSettings
+from webtier.errors import DatabaseUnavailable, SourceError
 from webtier.pagecache import CacheRoute, PageRequest, PageRules, Plan
 
 # The shop's modules import what the ``shop`` extra brings (Starlette,
@@ -112,6 +113,7 @@ def create_app(
     jobs run in the app's lifespan."""
     settings = settings or ShopSettings()
     engine = database if isinstance(database, sa.Engine) else open_engine(database)
+    shopdb.serving(engine, lock_wait=settings.sql_wait)
     inventory = shopdb.inventory_source(engine)
     shop = Shop(tier, engine, inventory, settings)
     secret = settings.secret or secrets.token_bytes(32)
@@ -158,7 +160,12 @@ def create_app(
     app = Starlette(
         routes=table,
         middleware=middleware,
-        exception_handlers={404: pages.not_found, 405: pages.not_found},
+        exception_handlers={
+            404: pages.not_found,
+            405: pages.not_found,
+            DatabaseUnavailable: pages.database_unavailable,
+            SourceError: pages.database_unavailable,  # a row read through from the database
+        },
         lifespan=lifespan,
     )
     app.state.shop = shop

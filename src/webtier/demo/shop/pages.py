@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from webtier.demo.shop.context import Visitor, render_item, session_of, shop_of
 from webtier.demo.shop.settings import FLASH_SALE_ITEMS, SESSION_COOKIE
+
+log = logging.getLogger("webtier.shop")
+
+RETRY_AFTER = 5  # seconds, in a 503's Retry-After
 
 
 def _ids(names: list[str]) -> list[int]:
@@ -65,6 +71,21 @@ async def flash_sale(request: Request) -> Response:
 async def healthz(request: Request) -> Response:
     """Liveness for a load balancer: no session, no Redis, no database."""
     return PlainTextResponse("ok")
+
+
+async def database_unavailable(request: Request, error: Exception) -> Response:
+    """A page whose database (or its row, read through) cannot be had just
+    now: a 503 saying so, never a 500; nothing was changed."""
+    log.warning("%s %s: 503: %s", request.method, request.url.path, error)
+    page = await shop_of(request).problem(
+        request,
+        503,
+        "Back shortly",
+        "The shop cannot reach its database just now; nothing was changed. "
+        "Try again in a few seconds.",
+    )
+    page.headers["Retry-After"] = str(RETRY_AFTER)
+    return page
 
 
 async def not_found(request: Request, error: Exception) -> Response:
