@@ -51,8 +51,11 @@ def test_an_item_path_is_the_books_item_page() -> None:
     for path in ("/", "/cart", "/flash-sale", "/item/42/more"):
         assert PAGE_RULES.plan(config, PageRequest("GET", path, host="shop")) is None
     assert PAGE_RULES.plan(config, PageRequest("POST", "/item/42", host="shop")) is None
-    with_query = PageRequest("GET", "/item/42", "x=1", host="shop")
-    assert PAGE_RULES.plan(config, with_query) is None
+    with_query = PAGE_RULES.plan(config, PageRequest("GET", "/item/42", "x=1", host="shop"))
+    assert with_query is not None
+    assert with_query.item == "42"  # among item 42's pages: its checkout drops it too
+    other_item = PageRequest("GET", "/item/42", "item=41", host="shop")
+    assert PAGE_RULES.plan(config, other_item) is None  # whose page would it be?
 
 
 def test_the_merge_report_says_what_the_login_did() -> None:
