@@ -20,6 +20,7 @@ from tests.helpers.shop import checkout_form, order_of, post, serving, stocked
 from webtier.demo import shopdb
 from webtier.demo.serve import prepare_database
 from webtier.demo.shop import catalog
+from webtier.errors import ConfigError
 
 SQLITE = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 
@@ -121,3 +122,9 @@ def test_two_shops_making_one_database_at_once_make_its_inventory_once(tmp_path:
         assert catalog.count_orders(engine) == 0
     finally:
         engine.dispose()
+
+
+def test_a_database_folder_that_cannot_be_made_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("")  # a file where the folder goes
+    with pytest.raises(ConfigError, match="cannot make the database's folder"):
+        prepare_database(f"sqlite:///{tmp_path / 'taken' / 'shop.db'}", 10, Console(quiet=True))

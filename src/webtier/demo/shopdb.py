@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from webtier._core.extras import extra_needed
+from webtier.errors import ConfigError
 from webtier.rows.sql import SqlSource
 
 with extra_needed("sql", "the demo shop's database"):
@@ -160,7 +161,14 @@ def make_room(engine: sa.Engine) -> bool:
     """Make the folder of a SQLite file; whether the database is one."""
     if engine.dialect.name != "sqlite" or not engine.url.database:
         return False
-    Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(engine.url.database).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot make the database's folder {folder}: {error.strerror or error} "
+            "(give a writable --data-dir, or --database)"
+        ) from error
     return True
 
 
