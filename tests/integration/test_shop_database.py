@@ -6,6 +6,7 @@ its inventory once."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -99,21 +100,13 @@ def test_two_shops_making_one_database_at_once_make_its_inventory_once(tmp_path:
     url = f"sqlite:///{tmp_path / 'data' / 'shop.db'}"
     items = 12_000  # a few batches each
     start = threading.Barrier(3)
-    failures: list[BaseException] = []
 
-    def make() -> None:
+    def make(_: int) -> None:
         start.wait()
-        try:
-            prepare_database(url, items, Console(quiet=True)).dispose()
-        except BaseException as error:  # the test reports it
-            failures.append(error)
+        prepare_database(url, items, Console(quiet=True)).dispose()
 
-    makers = [threading.Thread(target=make) for _ in range(3)]
-    for maker in makers:
-        maker.start()
-    for maker in makers:
-        maker.join()
-    assert failures == []
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        list(pool.map(make, range(3)))  # raises what any of them raised
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:

@@ -1,13 +1,16 @@
 """A cart is taken once: concurrent and repeated checkouts of one session's
 cart make one order and every answer names it, a Redis stall after the
-order's commit cannot make a retry order again, and an order follows its
-session through a login. On the suite's standalone server and on Cluster
-(the session's keys), over HTTP against the real shop (uvicorn, SQLite)."""
+order's commit cannot make a retry order again, an order follows its
+session through a login, and a checkout drops every cached page of its
+items (a page is stored only as the item its path names). On the suite's
+standalone server and on Cluster (the session's keys, the page cache's
+shards), over HTTP against the real shop (uvicorn, SQLite)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -198,3 +201,31 @@ def test_sixty_checkouts_of_an_item_of_five_make_five_orders(
     assert len({order_of(a) for a in answers if a.status_code == 303}) == 5
     assert catalog.count_orders(database) == 5
     assert catalog.item(database, 10)["stock"] == 0  # type: ignore[index]
+
+
+def stock_of(page: httpx.Response) -> int:
+    found = re.search(r'<dd id="stock">(\d+)</dd>', page.text)
+    assert found, page.text
+    return int(found.group(1))
+
+
+def cached(client: httpx.Client, path: str) -> None:
+    wait_for(lambda: client.get(path).headers.get("x-cache") == "HIT", f"{path} cached")
+
+
+def test_a_page_is_stored_as_its_own_item_and_a_checkout_drops_every_one(shop: str) -> None:
+    pages = ("/item/2", "/item/2?item=2", "/item/2?x=1")
+    with httpx.Client(base_url=shop, timeout=10) as anonymous:
+        cached(anonymous, "/item/1")  # both items popular: both admitted
+        for path in pages:
+            cached(anonymous, path)
+        for _ in range(3):
+            alias = anonymous.get("/item/2?item=1")  # item 2's page, named as item 1's
+            assert alias.status_code == 200
+            assert "x-cache" not in alias.headers  # left to the app: never stored
+            assert stock_of(alias) == STOCK
+        with httpx.Client(base_url=shop, timeout=10) as buyer:
+            post(buyer, "/item/2", "/cart", item="2", count="4")
+            order_of(buyer.post("/checkout", data=checkout_form(buyer)))
+        for path in pages:
+            assert stock_of(anonymous.get(path)) == STOCK - 4, path
