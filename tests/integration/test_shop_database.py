@@ -71,6 +71,27 @@ def test_a_locked_database_is_a_503_and_the_retry_orders(
     assert catalog.count_orders(database) == 1
 
 
+@pytest.mark.parametrize("database", ["postgresql"], indirect=True)
+def test_a_row_locked_past_the_wait_is_a_503_on_postgresql(
+    redis_url: str, prefix: str, database: sa.Engine
+) -> None:
+    with (
+        serving(redis_url, prefix, stocked(database), sql_wait=0.2) as shop,
+        browser(shop) as client,
+    ):
+        post(client, "/item/20", "/cart", item="20", count="1")
+        form = checkout_form(client)
+        with database.begin() as holder:  # another transaction holds the row
+            holder.execute(
+                sa.select(shopdb.inventory)
+                .where(shopdb.inventory.c.item_id == 20)
+                .with_for_update()
+            )
+            assert_unavailable(client.post("/checkout", data=form))
+        order_of(client.post("/checkout", data=form))
+    assert catalog.count_orders(database) == 1
+
+
 @SQLITE
 def test_a_database_moved_away_or_broken_is_a_503_and_the_shop_recovers(
     shop: str, shop_file: Path, database: sa.Engine

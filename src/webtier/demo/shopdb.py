@@ -98,14 +98,18 @@ def item(item_id: int, rng: random.Random) -> dict[str, Any]:
 
 
 def serving(engine: sa.Engine, *, lock_wait: float) -> sa.Engine:
-    """``engine`` made fit to serve pages (a SQLite file's; others are left
-    as they are): a statement waits at most ``lock_wait`` seconds for
-    another writer's lock (SQLite's own wait is 5 s); a pooled connection
-    whose file was moved away or replaced since it opened is dropped when
-    next taken, and one that finds the file broken takes the whole pool with
-    it. The next call opens the file anew, so the shop recovers by itself
-    when the file comes back (an engine of
+    """``engine`` made fit to serve pages: a statement waits at most
+    ``lock_wait`` seconds for a lock another transaction holds (SQLite's
+    own wait is 5 s, PostgreSQL's for ever). For a SQLite file, a pooled
+    connection whose file was moved away or replaced since it opened is
+    dropped when next taken, and one that finds the file broken takes the
+    whole pool with it. The next call opens the file anew, so the shop
+    recovers by itself when the file comes back (an engine of
     :func:`~webtier.rows.sql.open_engine` never creates one in its place)."""
+    if engine.dialect.name == "postgresql":
+        sa.event.listen(engine, "connect", _postgresql_lock_timeout(lock_wait))
+        engine.dispose()  # connections made before wait for ever
+        return engine
     path = _sqlite_file(engine)
     if path is None:
         return engine
@@ -137,6 +141,19 @@ def serving(engine: sa.Engine, *, lock_wait: float) -> sa.Engine:
     sa.event.listen(engine, "handle_error", on_error)
     engine.dispose()  # connections made before know neither the wait nor their file
     return engine
+
+
+def _postgresql_lock_timeout(lock_wait: float) -> Callable[[Any, Any], None]:
+    def on_connect(dbapi_connection: Any, _: Any) -> None:
+        # Outside a transaction, or the pool's rollback would undo the SET.
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"SET lock_timeout = {int(lock_wait * 1000)}")
+        cursor.close()
+        dbapi_connection.autocommit = autocommit
+
+    return on_connect
 
 
 def _sqlite_file(engine: sa.Engine) -> Path | None:
