@@ -201,3 +201,9 @@ class OutOfStock(WebtierError):
     def __init__(self, item_id: int, wanted: int) -> None:
         self.item_id, self.wanted = item_id, wanted
         super().__init__(f"item {item_id}: fewer than {wanted} in stock; no order was placed")
+
+
+class DatabaseUnavailable(WebtierError):
+    """The demo shop's SQL database could not be used: locked by another
+    writer past the shop's wait, gone, or broken. Its transaction was rolled
+    back; the cause is chained."""

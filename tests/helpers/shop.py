@@ -19,6 +19,7 @@ from webtier.demo.shop import ShopSettings, create_app
 
 ITEMS = 300  # items in a test's inventory: 1..300
 TOKEN = re.compile(r'name="csrftoken" value="([^"]+)"')
+CHECKOUT_KEY = re.compile(r'name="checkout" value="([^"]*)"')
 
 
 STOCK = 100  # units of every item in a test's inventory
@@ -36,7 +37,7 @@ def stocked(engine: sa.Engine, items: int = ITEMS) -> sa.Engine:
 def serving(
     redis_url: str,
     prefix: str,
-    engine: sa.Engine,
+    engine: sa.Engine | str,
     config: webtier.Config | None = None,
     **settings: Any,
 ) -> Iterator[str]:
@@ -83,3 +84,20 @@ def post(client: httpx.Client, page: str, action: str, **fields: Any) -> httpx.R
     token from the page, the cookies kept."""
     shown = client.get(page)
     return client.post(action, data={"csrftoken": token(shown), **fields})
+
+
+def checkout_form(client: httpx.Client) -> dict[str, str]:
+    """The cart page's checkout form, as a browser submits it."""
+    page = client.get("/cart")
+    found = CHECKOUT_KEY.search(page.text)
+    assert found, "no checkout form on the cart page"
+    assert found.group(1), "no checkout key in the form"
+    return {"csrftoken": token(page), "checkout": found.group(1)}
+
+
+def order_of(answer: httpx.Response) -> int:
+    """The order a checkout answered with (303 to ``/orders/N``)."""
+    assert answer.status_code == 303, answer.text
+    found = re.fullmatch(r"/orders/(\d+)", answer.headers["location"])
+    assert found, answer.headers["location"]
+    return int(found.group(1))

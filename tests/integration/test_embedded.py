@@ -66,6 +66,18 @@ def test_a_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
         EmbeddedRedis(tmp_path, binary="no-such-redis-server").start()
 
 
+@pytest.mark.parametrize("data_dir", ["taken", "taken/data"])
+def test_an_unusable_data_dir_is_a_webtier_error(tmp_path: Path, data_dir: str) -> None:
+    # A file where the folder goes (or a folder not writable: the same
+    # OSError, but the suite may run as root, who writes anywhere).
+    (tmp_path / "taken").write_text("")
+    with (
+        pytest.raises(EmbeddedServerError, match="cannot use the data directory"),
+        webtier.open(data_dir=tmp_path / data_dir),
+    ):
+        pass
+
+
 def webtier_server(data_dir: Path) -> subprocess.Popen[str]:
     child = subprocess.Popen(
         [sys.executable, "-m", "webtier", "--data-dir", str(data_dir), "server"],

@@ -91,6 +91,28 @@ def test_the_item_rule_applies_only_to_item_routes() -> None:
     assert home.shard == plan_of("/item?item=5", rules).shard  # ...in its item's shard
 
 
+def test_an_item_in_the_path_is_the_pages_item_and_no_other() -> None:
+    rules = PageRules(routes=(CacheRoute("/item/*", item_pages=True, item_in_path=True),))
+    page = plan_of("/item/42", rules)
+    assert (page.item, page.admission is not None) == ("42", True)
+    variant = plan_of("/item/42?item=42&utm_source=x", rules)
+    assert variant.item == "42"  # a key of its own, among item 42's pages
+    assert variant.shard == page.shard
+    assert variant.digest != page.digest
+    # The path and the query name two items: neither's page, never stored.
+    assert plan_of("/item/42?item=41", rules) is None
+    assert plan_of("/item/42?item=42&item=41", rules) is None
+    for no_item in ("/item/", "/item/42/more"):
+        assert plan_of(no_item, rules) is None
+    for misdeclared in (
+        {"path": "/item/*"},  # not an item route
+        {"path": "/item/*/x", "item_pages": True},
+        {"path": "/item", "item_pages": True},
+    ):
+        with pytest.raises(ConfigError):
+            CacheRoute(item_in_path=True, **misdeclared)  # type: ignore[arg-type]
+
+
 def unkeyed(url: str, rules: PageRules | None = None, **headers: str) -> tuple[str, ...]:
     plan = plan_of(url, rules or HOME, **headers)
     assert plan is not None

@@ -51,8 +51,11 @@ def test_an_item_path_is_the_books_item_page() -> None:
     for path in ("/", "/cart", "/flash-sale", "/item/42/more"):
         assert PAGE_RULES.plan(config, PageRequest("GET", path, host="shop")) is None
     assert PAGE_RULES.plan(config, PageRequest("POST", "/item/42", host="shop")) is None
-    with_query = PageRequest("GET", "/item/42", "x=1", host="shop")
-    assert PAGE_RULES.plan(config, with_query) is None
+    with_query = PAGE_RULES.plan(config, PageRequest("GET", "/item/42", "x=1", host="shop"))
+    assert with_query is not None
+    assert with_query.item == "42"  # among item 42's pages: its checkout drops it too
+    other_item = PageRequest("GET", "/item/42", "item=41", host="shop")
+    assert PAGE_RULES.plan(config, other_item) is None  # whose page would it be?
 
 
 def test_the_merge_report_says_what_the_login_did() -> None:
@@ -104,3 +107,16 @@ def test_an_order_short_of_stock_writes_nothing(engine: sa.Engine, lines: dict[i
 def test_an_empty_order_is_refused(engine: sa.Engine) -> None:
     with pytest.raises(InvalidInput):
         catalog.place_order(engine, {1: 0})
+
+
+def test_a_checkout_key_places_one_order(engine: sa.Engine) -> None:
+    with pytest.raises(OutOfStock):
+        catalog.check_out(engine, "k1", {1: 6})  # refused: the key stays free
+    first = catalog.check_out(engine, "k1", {1: 2}, username="ann")
+    assert first.new
+    again = catalog.check_out(engine, "k1", {2: 1})  # whatever the lines: the key's order
+    assert (again.new, again.order) == (False, first.order)
+    assert catalog.checkout_order(engine, "k1") == first.order
+    assert catalog.checkout_order(engine, "k2") is None
+    assert catalog.count_orders(engine) == 1
+    assert catalog.item(engine, 1)["stock"] == 3  # type: ignore[index]

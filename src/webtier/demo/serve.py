@@ -89,8 +89,18 @@ def bind(host: str, port: int) -> socket.socket:
 
 def prepare_database(database: str, items: int, console: Console) -> sa.Engine:
     """The shop's database with items 1..``items``: made on the first run,
-    with a progress bar; reused as it is by the next."""
-    engine = open_engine(database, create=True)
+    with a progress bar; reused as it is by the next. The engine returned
+    never creates a file: one moved away while the shop runs is a 503 until
+    it is back, not a new empty database."""
+    made = open_engine(database, create=True)
+    try:
+        _fill(made, items, console)
+    finally:
+        made.dispose()
+    return open_engine(database)
+
+
+def _fill(engine: sa.Engine, items: int, console: Console) -> None:
     shopdb.make_room(engine)
     with engine.connect() as conn:
         present = sa.inspect(conn).has_table("inventory")
@@ -98,8 +108,8 @@ def prepare_database(database: str, items: int, console: Console) -> sa.Engine:
         with engine.connect() as conn:
             count = conn.scalar(sa.select(sa.func.count()).select_from(shopdb.inventory)) or 0
         if count >= items:
-            shopdb.metadata.create_all(engine)  # an inventory from `webtier rows init`: add orders
-            return engine
+            shopdb.create_tables(engine)  # an inventory from `webtier rows init`: add orders
+            return
     with Progress(
         TextColumn("creating the shop's items"),
         BarColumn(),
@@ -110,7 +120,6 @@ def prepare_database(database: str, items: int, console: Console) -> sa.Engine:
         task = progress.add_task("items", total=items)
         shopdb.create(engine, items, progress=lambda added: progress.advance(task, added))
     console.print(f"{items:,} items in {shown(engine.url)}")
-    return engine
 
 
 async def serve(options: DemoOptions, console: Console) -> None:

@@ -33,8 +33,10 @@ START_LOCK_TIMEOUT = 60.0  # seconds: longer than any start or shutdown
 def start_lock(data_dir: Path, *, wait: bool = True) -> Iterator[bool]:
     """Holds the data directory's start lock in the block; yields False
     (without it) if ``wait`` is False and another process holds it."""
-    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with (data_dir / "server.lock").open("wb") as lock:
+    with _files_of(data_dir):
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        opened = (data_dir / "server.lock").open("wb")
+    with opened as lock:
         deadline = time.monotonic() + (START_LOCK_TIMEOUT if wait else 0)
         while True:
             try:
@@ -56,13 +58,27 @@ def start_lock(data_dir: Path, *, wait: bool = True) -> Iterator[bool]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def _files_of(data_dir: Path) -> Iterator[None]:
+    """Making the data directory's files: an OSError (a directory not
+    writable, a file in its place) is an EmbeddedServerError naming it."""
+    try:
+        yield
+    except OSError as error:
+        raise EmbeddedServerError(
+            f"cannot use the data directory {data_dir}: {error.strerror or error} "
+            "(give a writable --data-dir)"
+        ) from error
+
+
 class Lease:
     """This process's claim on the server: a locked file in ``leases/``."""
 
     def __init__(self, data_dir: Path, port: int = 0) -> None:
         folder = data_dir / "leases"
-        folder.mkdir(exist_ok=True, mode=0o700)
-        handle, name = tempfile.mkstemp(prefix=f"{os.getpid()}-", suffix=".lease", dir=folder)
+        with _files_of(data_dir):
+            folder.mkdir(exist_ok=True, mode=0o700)
+            handle, name = tempfile.mkstemp(prefix=f"{os.getpid()}-", suffix=".lease", dir=folder)
         self.path = Path(name)
         self.pid = os.getpid()  # a forked child inherits the lock, not the lease
         self._file: IO[bytes] | None = os.fdopen(handle, "wb")

@@ -54,7 +54,12 @@ class CacheRoute:
     names the request headers the page depends on and ``cookies`` the
     cookies it reads (their values join the key). ``item_pages=True`` makes
     it an item route, cached the book's way: only pages with one ``item``
-    parameter whose item is admitted (ranks in the top N). ``private=True``
+    parameter whose item is admitted (ranks in the top N); with
+    ``item_in_path=True`` the item is what the path's final ``*`` matches
+    (``CacheRoute("/item/*", item_pages=True, item_in_path=True)``: ``/item/42``
+    is item 42's page), and a request whose ``item`` parameter names another
+    item is left alone (its page would be stored as one item's and show
+    another's). ``private=True``
     says the page is the same for signed-in users, so requests carrying a
     session cookie or ``Authorization`` may be answered from the cache too.
     ``ttl`` overrides the default freshness (seconds).
@@ -69,6 +74,7 @@ class CacheRoute:
     ttl: float | None = None
     private: bool = False
     item_pages: bool = False
+    item_in_path: bool = False
     cookies: tuple[str, ...] = ()
     ignored_headers: tuple[str, ...] | None = None
     ignored_cookies: tuple[str, ...] | None = None
@@ -83,9 +89,16 @@ class CacheRoute:
             isinstance(self.ttl, int | float) and not isinstance(self.ttl, bool) and self.ttl > 0
         ):
             raise ConfigError(f"a route's ttl must be > 0 seconds (got {self.ttl!r})")
-        for flag in ("private", "item_pages"):
+        for flag in ("private", "item_pages", "item_in_path"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"{flag} must be True or False")
+        if self.item_in_path and not (
+            self.item_pages and self.path.endswith("/*") and "*" not in self.path[:-1]
+        ):
+            raise ConfigError(
+                f"item_in_path needs item_pages=True and a path ending in '/*', its only "
+                f"'*' (got {self.path!r})"
+            )
         if not isinstance(self.cookies, tuple) or not _cookie_names(self.cookies):
             raise ConfigError(f"cookies must be a tuple of cookie names (got {self.cookies!r})")
         object.__setattr__(self, "cookies", tuple(sorted(set(self.cookies))))
@@ -100,6 +113,14 @@ class CacheRoute:
 
     def matches(self, path: str) -> bool:
         return fnmatch.fnmatchcase(path, self.path) if "*" in self.path else path == self.path
+
+    def path_item(self, path: str) -> str | None:
+        """The item ``path`` names on an ``item_in_path`` route (one path
+        segment), else None."""
+        if not self.item_in_path:
+            return None
+        named = path[len(self.path) - 1 :]
+        return named if named and "/" not in named else None
 
 
 def _cookie_names(names: tuple[str, ...]) -> bool:
@@ -157,6 +178,14 @@ class PageRules:
         if any(name == settings.dynamic_param for name, _ in params):
             return None  # the book's mark of a dynamic page
         items = [value for name, value in params if name == settings.item_param]
+        if route.item_in_path:
+            named = route.path_item(request.path)
+            if any(value != named for value in items):
+                # Two items named (/item/2?item=1): stored as either, the page
+                # would be kept past the other's invalidation, or admitted by
+                # the other's rank.
+                return None
+            items = [named] if named is not None else []
         item = items[0] if len(items) == 1 else None
         if item is not None:
             try:

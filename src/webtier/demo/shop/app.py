@@ -18,16 +18,16 @@ Every request goes through, outermost first:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from webtier._core.extras import extra_needed
 from webtier.aio import WebTier as AsyncWebTier
-from webtier.config import ANALYTICS_COOKIES, Config
+from webtier.config import ANALYTICS_COOKIES
 from webtier.demo.shop.settings import SESSION_COOKIE, ShopSettings
-from webtier.pagecache import CacheRoute, PageRequest, PageRules, Plan
+from webtier.errors import DatabaseUnavailable, SourceError
+from webtier.pagecache import CacheRoute, PageRules
 
 # The shop's modules import what the ``shop`` extra brings (Starlette,
 # Jinja2, asgi-csrf, SQLAlchemy...): without it, one line naming the extra.
@@ -56,26 +56,15 @@ with extra_needed("shop", "the demo shop"):
 POSTS = ("/cart", "/login", "/logout", "/checkout", "/account/logout-everywhere")
 
 
-class ItemPathRules(PageRules):
-    """The book's item rule for the shop's item paths: ``/item/42`` is the
-    page of item 42, as ``?item=42`` is in the book (its key holds the item,
-    so checkout can drop every page of an item at once)."""
-
-    __slots__ = ()
-
-    def plan(self, cfg: Config, request: PageRequest) -> Plan | None:
-        prefix, _, item = request.path.rpartition("/")
-        if prefix == "/item" and item and not request.query:
-            query = f"{cfg.pagecache.item_param}={item}"
-            request = dataclasses.replace(request, query=query)
-        return super().plan(cfg, request)
-
-
-PAGE_RULES = ItemPathRules(
+# The book's item rule on the shop's item paths: ``/item/42`` is the page of
+# item 42, as ``?item=42`` is in the book (its key lies with the item's, so
+# checkout drops every page of an item at once).
+PAGE_RULES = PageRules(
     routes=(
         CacheRoute(
             "/item/*",
             item_pages=True,
+            item_in_path=True,
             # The CSRF cookie never changes the page (its token is written
             # in outside the cache); analytics cookies as usual.
             ignored_cookies=(*sorted(ANALYTICS_COOKIES), CSRF_COOKIE),
@@ -113,6 +102,7 @@ def create_app(
     jobs run in the app's lifespan."""
     settings = settings or ShopSettings()
     engine = database if isinstance(database, sa.Engine) else open_engine(database)
+    shopdb.serving(engine, lock_wait=settings.sql_wait)
     inventory = shopdb.inventory_source(engine)
     shop = Shop(tier, engine, inventory, settings)
     secret = settings.secret or secrets.token_bytes(32)
@@ -159,7 +149,12 @@ def create_app(
     app = Starlette(
         routes=table,
         middleware=middleware,
-        exception_handlers={404: pages.not_found, 405: pages.not_found},
+        exception_handlers={
+            404: pages.not_found,
+            405: pages.not_found,
+            DatabaseUnavailable: pages.database_unavailable,
+            SourceError: pages.database_unavailable,  # a row read through from the database
+        },
         lifespan=lifespan,
     )
     app.state.shop = shop

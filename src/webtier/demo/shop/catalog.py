@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from webtier._core.extras import extra_needed
-from webtier.demo.shopdb import inventory, order_lines, orders
+from webtier.demo.shopdb import checkouts, inventory, order_lines, orders
 from webtier.errors import InvalidInput, OutOfStock
 
 with extra_needed("sql", "the demo shop's catalog"):
@@ -41,6 +41,19 @@ class Order:
     items: int  # units over all lines
     total: Decimal
     lines: tuple[OrderLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Checkout:
+    """What a checkout did: ``order`` is the order of its key, placed by this
+    checkout (``new``) or by an earlier one with the same key."""
+
+    order: Order
+    new: bool
+
+
+class _KeyClaimed(Exception):
+    """The checkout key is taken: the transaction rolls back, nothing written."""
 
 
 def item(engine: sa.Engine, item_id: int) -> Row | None:
@@ -72,11 +85,30 @@ def place_order(
     and its lines are written at the prices read in the same transaction.
     Raises :class:`~webtier.errors.OutOfStock` naming the first item short
     of stock (or unknown), and nothing is written."""
+    return _place(engine, lines, username, now, key=None)
+
+
+def _place(
+    engine: sa.Engine,
+    lines: Mapping[int, int],
+    username: str | None,
+    now: dt.datetime | None,
+    *,
+    key: str | None,
+) -> Order:
     wanted = {int(i): int(n) for i, n in lines.items() if int(n) > 0}
     if not wanted:
         raise InvalidInput("lines", "an order needs at least one item", dict(lines))
     placed = now or dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
     with engine.begin() as conn:
+        if key is not None:
+            # The claim is the transaction's first statement: it waits for a
+            # concurrent claim of the same key to commit or roll back, and no
+            # stock is read or taken before the key is known to be free.
+            try:
+                conn.execute(checkouts.insert().values(checkout_key=key))
+            except sa.exc.IntegrityError:
+                raise _KeyClaimed from None  # rolls back (PostgreSQL's is aborted)
         # Ids in order: two orders sharing items lock their rows in one order.
         for item_id in sorted(wanted):
             count = wanted[item_id]
@@ -108,7 +140,43 @@ def place_order(
                 for line in priced
             ],
         )  # fmt: skip
+        if key is not None:
+            conn.execute(
+                checkouts.update().where(checkouts.c.checkout_key == key).values(order_id=order_id)
+            )
     return Order(order_id, username, placed, units, total, tuple(priced))
+
+
+def check_out(
+    engine: sa.Engine,
+    key: str,
+    lines: Mapping[int, int],
+    *,
+    username: str | None = None,
+    now: dt.datetime | None = None,
+) -> Checkout:
+    """Place the order of checkout ``key`` once: the key is claimed in the
+    order's own transaction, so of any checkouts sharing it (concurrent or
+    repeated) one places the order and every other answers with that order,
+    whatever the lines. Raises :class:`~webtier.errors.OutOfStock` as
+    :func:`place_order` does (the key stays free)."""
+    try:
+        return Checkout(_place(engine, lines, username, now, key=key), True)
+    except _KeyClaimed:
+        pass
+    found = checkout_order(engine, key)
+    if found is None:  # a claim commits with its order: cannot be, unless deleted since
+        raise InvalidInput("key", "was claimed by a checkout whose order is gone", key)
+    return Checkout(found, False)
+
+
+def checkout_order(engine: sa.Engine, key: str) -> Order | None:
+    """The order placed by checkout ``key``, or None."""
+    with engine.connect() as conn:
+        order_id = conn.scalar(
+            sa.select(checkouts.c.order_id).where(checkouts.c.checkout_key == key)
+        )
+    return None if order_id is None else order(engine, order_id)
 
 
 def order(engine: sa.Engine, order_id: int) -> Order | None:

@@ -23,6 +23,8 @@ from starlette.templating import Jinja2Templates
 
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.demo.shop.settings import FLASH_SALE_ITEMS, SESSION_COOKIE, ShopSettings
+from webtier.errors import DatabaseUnavailable
+from webtier.rows.ops import first_line
 from webtier.rows.sql import SqlSource
 from webtier.web.sessions import AsyncSession
 
@@ -110,9 +112,16 @@ class Shop:
         self.limiter = anyio.CapacityLimiter(settings.sql_threads)
 
     async def sql(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking database call in a worker thread."""
+        """Run a blocking database call in a worker thread. A database that
+        cannot be used (locked past ``settings.sql_wait``, gone, broken) is
+        :class:`~webtier.errors.DatabaseUnavailable`: the app's 503 page."""
         bound = functools.partial(call, *args, **kwargs)
-        return await anyio.to_thread.run_sync(bound, limiter=self.limiter)
+        try:
+            return await anyio.to_thread.run_sync(bound, limiter=self.limiter)
+        except sa.exc.IntegrityError:
+            raise  # a constraint the call did not expect: a bug, not an outage
+        except sa.exc.DBAPIError as error:
+            raise DatabaseUnavailable(f"the shop's database: {first_line(error)}") from error
 
     # -- items, from the row cache ----------------------------------------------------
     def item_id(self, text: str) -> int | None:
@@ -165,7 +174,8 @@ class Shop:
     async def problem(
         self, request: Request, status: int, title: str, message: str
     ) -> HTMLResponse:
-        """An error page (4xx) that says what went wrong in one sentence."""
+        """An error page (4xx, or 503 for an outage) that says what went
+        wrong in one sentence."""
         visitor = await self.visitor(request, notices=False)
         return self.page(
             request, "problem.html", visitor, status=status, title=title, message=message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -10,10 +11,12 @@ from starlette.responses import RedirectResponse, Response
 from webtier.demo.shop import catalog
 from webtier.demo.shop.context import Shop, notify, session_of, shop_of
 from webtier.errors import CartLimit, OutOfStock, WebtierError
+from webtier.web.sessions import AsyncSession
 
 log = logging.getLogger("webtier.shop")
 
 ORDERS = "orders"  # session data field: the ids of the orders this session placed
+CHECKOUT_KEY = "checkout"  # session data field and form field: the cart's checkout key
 STATS_CONTEXT = "shop:checkout"  # statistics: basket size and value per order
 
 
@@ -22,13 +25,21 @@ def _see(path: str) -> RedirectResponse:
 
 
 async def cart(request: Request) -> Response:
-    """The cart's lines, priced from the row cache."""
+    """The cart's lines, priced from the row cache; its checkout form carries
+    the session's checkout key (issued here for a cart that has none)."""
     shop = shop_of(request)
     visitor = await shop.visitor(request)
     rows = await shop.items(sorted(visitor.cart))
     lines = [(row, visitor.cart[row["item_id"]]) for row in rows]
     total = sum(float(row["price"]) * count for row, count in lines)
-    return shop.page(request, "cart.html", visitor, lines=lines, total=total)
+    key = ""
+    if visitor.cart:
+        session = session_of(request)
+        key = await session.get(CHECKOUT_KEY, "")
+        if not key:
+            key = secrets.token_urlsafe(18)  # 144 random bits: no one guesses another's
+            await session.update({CHECKOUT_KEY: key})
+    return shop.page(request, "cart.html", visitor, lines=lines, total=total, checkout_key=key)
 
 
 async def change_cart(request: Request) -> Response:
@@ -60,17 +71,41 @@ async def change_cart(request: Request) -> Response:
 
 
 async def checkout(request: Request) -> Response:
-    """The order is written in one SQL transaction; then the changed rows'
-    cached copies and item pages are dropped (fenced: a load or render in
-    flight cannot put the old stock back), and the basket recorded."""
+    """Form field ``checkout``: the key the cart page gave (else the
+    session's). The order is written in one SQL transaction that claims the
+    key, so a cart is taken once: every checkout with the same key, at once
+    or later, answers with the one order. Then the session remembers the
+    order and drops its cart and key, and the changed rows' cached copies
+    and item pages are dropped (fenced: a load or render in flight cannot
+    put the old stock back). A retry after any failure past the commit (a
+    503 from Redis) finds the order by its key and finishes these steps."""
     shop = shop_of(request)
     session = session_of(request)
+    current = await session.get(CHECKOUT_KEY)
+    sent = str((await request.form()).get(CHECKOUT_KEY, "")).strip()[:64]
+    key = sent or current
     lines = {int(item): count for item, count in (await session.cart()).items()}
+    if key and (not lines or key != current):
+        # A repeated checkout (the cart already taken, or the key no longer
+        # the session's): its order, if it placed one.
+        placed = await shop.sql(catalog.checkout_order, shop.engine, key)
+        if placed is not None:
+            if key == current:
+                await taken(shop, session, placed)
+            return _see(f"/orders/{placed.order_id}")
     if not lines:
         return await shop.problem(request, 400, "Empty cart", "There is nothing to check out.")
+    if not key or key != current:
+        return await shop.problem(
+            request,
+            409,
+            "Cart changed",
+            "This checkout form is out of date; nothing was ordered. "
+            "Check your cart and check out again.",
+        )
     user = await session.user()
     try:
-        order = await shop.sql(catalog.place_order, shop.engine, lines, username=user)
+        done = await shop.sql(catalog.check_out, shop.engine, key, lines, username=user)
     except OutOfStock as error:
         return await shop.problem(
             request,
@@ -78,19 +113,28 @@ async def checkout(request: Request) -> Response:
             "Out of stock",
             f"Item {error.item_id} has fewer than {error.wanted} in stock; nothing was ordered.",
         )
-    # The order stands: the session forgets the cart and remembers the order
-    # first, so a retried request cannot order twice.
-    placed = list(await session.get(ORDERS, ()))
-    await session.update({ORDERS: [*placed[-49:], order.order_id]})
+    await taken(shop, session, done.order)
+    if done.new:
+        try:
+            await shop.tier.stats.record(STATS_CONTEXT, "BasketSize", done.order.items)
+            await shop.tier.stats.record(STATS_CONTEXT, "BasketValue", float(done.order.total))
+        except WebtierError as error:  # statistics are observability: never fail an order
+            log.warning("checkout statistics not recorded: %s", error)
+        await notify(session, f"Thank you: order {done.order.order_id} is placed.")
+    return _see(f"/orders/{done.order.order_id}")
+
+
+async def taken(shop: Shop, session: AsyncSession, placed: catalog.Order) -> None:
+    """What follows an order's commit, each step safe to repeat, in an order
+    that keeps a retry able to finish them: the session remembers the order,
+    the stock shown anew, the cart emptied, and the key dropped last (while
+    it is the session's, a checkout with it comes back here)."""
+    remembered = list(await session.get(ORDERS, ()))
+    if placed.order_id not in remembered:
+        await session.update({ORDERS: [*remembered[-49:], placed.order_id]})
+    await forget_stock(shop, placed.lines)
     await session.clear_cart()
-    await forget_stock(shop, order.lines)
-    try:
-        await shop.tier.stats.record(STATS_CONTEXT, "BasketSize", order.items)
-        await shop.tier.stats.record(STATS_CONTEXT, "BasketValue", float(order.total))
-    except WebtierError as error:  # statistics are observability: never fail an order
-        log.warning("checkout statistics not recorded: %s", error)
-    await notify(session, f"Thank you: order {order.order_id} is placed.")
-    return _see(f"/orders/{order.order_id}")
+    await session.discard(CHECKOUT_KEY)
 
 
 async def forget_stock(shop: Shop, lines: tuple[catalog.OrderLine, ...]) -> None:
@@ -104,7 +148,8 @@ async def forget_stock(shop: Shop, lines: tuple[catalog.OrderLine, ...]) -> None
 
 
 async def order(request: Request) -> Response:
-    """An order, shown to the session that placed it or to its user only."""
+    """An order, shown to the session that placed it (logged in since or
+    not: the session's data follow its login) or to its user only."""
     shop = shop_of(request)
     text = request.path_params["order_id"]
     found = None
@@ -113,7 +158,7 @@ async def order(request: Request) -> Response:
     visitor = await shop.visitor(request)
     mine = found is not None and (
         (found.username is not None and found.username == visitor.user)
-        or (visitor.user is None and found.order_id in await session_of(request).get(ORDERS, ()))
+        or found.order_id in await session_of(request).get(ORDERS, ())
     )
     if found is None or not mine:
         return await shop.problem(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import anyio
 import sqlalchemy as sa
 from starlette.exceptions import HTTPException
@@ -15,6 +17,10 @@ from webtier.demo.shop.settings import FLASH_SALE_ITEMS, SESSION_COOKIE
 from webtier.errors import WebtierError
 
 READY_BUDGET = 1.0  # seconds each of Redis and the database has to answer /readyz
+
+log = logging.getLogger("webtier.shop")
+
+RETRY_AFTER = 5  # seconds, in a 503's Retry-After
 
 
 def _ids(names: list[str]) -> list[int]:
@@ -106,10 +112,27 @@ async def _database_answers(shop: Shop) -> str:
             await shop.sql(_read_one_item, shop.engine)
     except TimeoutError:
         return f"no answer within {READY_BUDGET:.0f} s"
+    except WebtierError as error:  # DatabaseUnavailable: the driver's words in it
+        return f"unreachable ({error})"
     except sa.exc.SQLAlchemyError as error:
         cause = getattr(error, "orig", None) or error  # the driver's own words
         return f"unreachable ({type(cause).__name__}: {str(cause).splitlines()[0]})"
     return "ok"
+
+
+async def database_unavailable(request: Request, error: Exception) -> Response:
+    """A page whose database (or its row, read through) cannot be had just
+    now: a 503 saying so, never a 500; nothing was changed."""
+    log.warning("%s %s: 503: %s", request.method, request.url.path, error)
+    page = await shop_of(request).problem(
+        request,
+        503,
+        "Back shortly",
+        "The shop cannot reach its database just now; nothing was changed. "
+        "Try again in a few seconds.",
+    )
+    page.headers["Retry-After"] = str(RETRY_AFTER)
+    return page
 
 
 async def not_found(request: Request, error: Exception) -> Response:

@@ -44,6 +44,7 @@ class ShopSettings:
     secret: bytes | None = None
     most_viewed: int = 8  # items on the home page's "most viewed" shelf
     sql_threads: int = 16  # database calls run at once (SQLite and small pools like few)
+    sql_wait: float = 2.0  # seconds a SQLite statement waits for another writer's lock: then 503
     dashboard: bool = True  # /dashboard and /metrics (see above)
     # Rows of the most viewed items the jobs keep cached ahead of their views
     # (as many as the page cache admits by default); 0: none.
@@ -57,7 +58,7 @@ class ShopSettings:
             self.session_cap is None or (is_int(self.session_cap) and self.session_cap >= 1),
             "session_cap must be None or an int >= 1",
         )
-        for name in ("flash_refresh", "view_flush"):
+        for name in ("flash_refresh", "view_flush", "sql_wait"):
             require(is_seconds(getattr(self, name), 0.01, 3600), f"{name} must be 0.01 to 3600 s")
         require(
             self.secret is None
