@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +35,6 @@ PAGES = sorted(p for p in (ROOT / "docs").glob("*.md") if examples(p))
 
 
 @pytest.fixture
-def server() -> Iterator[RedisServer]:
-    # A server of its own: the examples write under the default prefix.
-    running = RedisServer.start()
-    yield running
-    running.stop()
-
-
-@pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The examples run in a folder of the test's own, the embedded
     server's data in it too, with the reader's ``shop.db``."""
@@ -67,15 +58,15 @@ def test_the_pages_have_examples_and_few_are_not_run() -> None:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_example_of_the_page_runs(
-    page: Path, server: RedisServer, cluster: RedisCluster, folder: Path
+    page: Path, fresh_server: RedisServer, cluster: RedisCluster, folder: Path
 ) -> None:
-    replaced = addresses(server, cluster)
+    replaced = addresses(fresh_server, cluster)
     made: dict[int, Any] = {}
     tiers: dict[int, Any] = {}
     with contextlib.ExitStack() as stack:
-        namespace = stack.enter_context(given(server))
+        namespace = stack.enter_context(given(fresh_server))
         if SHOP in page.read_text():  # the page drives a shop: the suite serves one
-            replaced[SHOP] = stack.enter_context(shop.serving(server.url, "shop", shop_db()))
+            replaced[SHOP] = stack.enter_context(shop.serving(fresh_server.url, "shop", shop_db()))
         for example in examples(page):
             run(dataclasses.replace(example, source=in_place(example.source, replaced)), namespace)
             made |= apps(namespace)

@@ -37,14 +37,6 @@ BLOCKS = examples(README)
 
 
 @pytest.fixture
-def server() -> Iterator[RedisServer]:
-    # A server of its own: the examples write under the default prefix.
-    running = RedisServer.start()
-    yield running
-    running.stop()
-
-
-@pytest.fixture
 def embedded_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The examples run in a folder of the test's own (the README's
     ``shop.db`` is made there), the embedded server's data in it too."""
@@ -56,14 +48,14 @@ def embedded_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
 
 
 def test_every_readme_example_runs(
-    server: RedisServer, cluster: RedisCluster, embedded_data: Path
+    fresh_server: RedisServer, cluster: RedisCluster, embedded_data: Path
 ) -> None:
     assert len(BLOCKS) >= 8, "the README's examples were not found"
     assert not [str(b) for b in BLOCKS if b.not_run], "every README example runs"
-    replaced = addresses(server, cluster)
+    replaced = addresses(fresh_server, cluster)
     rendered = []
     handlers: dict[str, Any] = {}
-    with given(server) as names:
+    with given(fresh_server) as names:
         names["render"] = lambda: rendered.append(True)
         async_tier, app, flask_app = names["async_tier"], names["app"], names["flask_app"]
         for block in BLOCKS:
