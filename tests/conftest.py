@@ -187,6 +187,15 @@ def replicated() -> Iterator[RedisCluster]:
     yield from _cluster("replicated")
 
 
+@pytest.fixture
+def fresh_server() -> Iterator[RedisServer]:
+    """A server of the test's own, empty: for examples that write under the
+    default prefix, as a reader's first program does."""
+    running = RedisServer.start()
+    yield running
+    running.stop()
+
+
 # -- which targets and APIs a test runs on ------------------------------------------------
 
 # Every test on every target and API, as before the matrix marker existed

@@ -27,6 +27,9 @@ from webtier.workers import AsyncWorker
 
 PAGES = ["/", "/search", "/cart", "/checkout", "/item/{id}"]
 ITEMS = [f"item{i}" for i in range(1, 13)]
+# A worker named as on a Kubernetes pod: the dashboard's Workers table must
+# fit 1280 px with such an id.
+WORKER_ID = "shop-worker-deployment-7d9f8c6b5d-x2kqz-1-a1b2c3"
 INVENTORY = FunctionSource("inventory", lambda key: {"item": key, "stock": random.randint(0, 9)})
 
 
@@ -53,7 +56,7 @@ async def _visit(tier: webtier.AsyncWebTier, stop: threading.Event) -> None:
     client = httpx.AsyncClient(
         transport=httpx.ASGITransport(app=_shop(tier)), base_url="http://shop"
     )
-    worker = AsyncWorker(tier, heartbeat=0.5)
+    worker = AsyncWorker(tier, heartbeat=0.5, worker_id=WORKER_ID)
     running = asyncio.ensure_future(worker.run())
     tokens: list[str] = []
     rng = random.Random(16)

@@ -6,45 +6,34 @@ command table and environment variables, against the ``webtier`` command.
 
 A block that opens its own tier is a whole program: it runs as if copied
 into a file (the row cache's makes its own SQLite table). The others are
-fragments of an application: the names they take for granted (``tier``,
-``async_tier``, ``app``, ``flask_app``, ``render``, ``KEY``) are given here,
-and the addresses they name are those of the suite's servers. Warnings are
-errors (pytest's setting), so an example that uses a deprecated name fails
-too.
+fragments of an application: the names they take for granted and the
+addresses they name are those of :mod:`tests.helpers.examples` (which runs
+docs/ too). Warnings are errors (pytest's setting), so an example that uses
+a deprecated name fails too.
 """
 
 from __future__ import annotations
 
-import ast
 import asyncio
+import dataclasses
 import inspect
-import re
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
-import flask
 import httpx
 import pytest
 from starlette.applications import Starlette
 
 import webtier
+from tests.helpers.examples import ROOT, addresses, examples, given, in_place, run
 from webtier.cli import main as webtier_command
 from webtier.embedded.status import server_status
 from webtier.testing import RedisCluster, RedisServer
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
-
-
-@pytest.fixture
-def server() -> Iterator[RedisServer]:
-    # A server of its own: the examples write under the default prefix.
-    running = RedisServer.start()
-    yield running
-    running.stop()
+README = ROOT / "README.md"
+BLOCKS = examples(README)
 
 
 @pytest.fixture
@@ -58,61 +47,29 @@ def embedded_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     assert not server_status(data_dir).running, "an example left the embedded server running"
 
 
-def _run(number: int, source: str, namespace: dict[str, Any]) -> None:
-    code = compile(
-        source, f"README.md, example {number}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    )
-    if not code.co_flags & inspect.CO_COROUTINE:  # as a file runs it (asyncio.run included)
-        exec(code, namespace)  # the README's own examples
-        return
-
-    async def run() -> None:
-        result = eval(code, namespace)  # the README's own examples
-        if inspect.iscoroutine(result):
-            await result
-        made = namespace.get("tier")
-        if isinstance(made, webtier.AsyncWebTier):  # an example's own asyncio client
-            await made.client.aclose()
-
-    asyncio.run(run())
-
-
 def test_every_readme_example_runs(
-    server: RedisServer, cluster: RedisCluster, embedded_data: Path
+    fresh_server: RedisServer, cluster: RedisCluster, embedded_data: Path
 ) -> None:
     assert len(BLOCKS) >= 8, "the README's examples were not found"
-    client = webtier.connect(server.url)
-    async_client = webtier.connect_async(server.url)
-    app, flask_app = Starlette(), flask.Flask("readme")
+    assert not [str(b) for b in BLOCKS if b.not_run], "every README example runs"
+    replaced = addresses(fresh_server, cluster)
     rendered = []
-    given = {
-        "tier": webtier.WebTier(client),
-        "async_tier": webtier.AsyncWebTier(async_client),
-        "app": app,
-        "flask_app": flask_app,
-        "render": lambda: rendered.append(True),
-        "KEY": secrets.token_bytes(32),
-    }
-    addresses = {
-        "redis://localhost:6379/0": server.url,
-        "redis+cluster://10.0.0.1:7000,10.0.0.2:7000": cluster.url,
-    }
     handlers: dict[str, Any] = {}
-    try:
-        for number, block in enumerate(BLOCKS, 1):
-            for written, actual in addresses.items():
-                block = block.replace(written, actual)
-            namespace = dict(given)
-            _run(number, block, namespace)
+    with given(fresh_server) as names:
+        names["render"] = lambda: rendered.append(True)
+        async_tier, app, flask_app = names["async_tier"], names["app"], names["flask_app"]
+        for block in BLOCKS:
+            namespace = dict(names)  # each block on its own: the first rebinds `tier`
+            run(dataclasses.replace(block, source=in_place(block.source, replaced)), namespace)
             handlers |= {k: v for k, v in namespace.items() if inspect.iscoroutinefunction(v)}
             made = namespace.get("tier")
-            if isinstance(made, webtier.WebTier) and made is not given["tier"]:
+            if isinstance(made, webtier.WebTier) and made is not names["tier"]:
                 webtier.disconnect(made.client)
         assert rendered == [True]
 
         # Each app with every middleware the examples installed answers a request.
         app.add_route("/cart", handlers["add_to_cart"], methods=["POST"])
-        answer = asyncio.run(_post(app, "/cart", async_client))
+        answer = asyncio.run(_post(app, "/cart", async_tier.client))
         assert answer.status_code == 200, answer.text
         assert answer.text == "added"
         assert "webtier_session" in answer.headers["set-cookie"]
@@ -120,10 +77,8 @@ def test_every_readme_example_runs(
         answer = flask_app.test_client().get("/")
         assert answer.status_code == 200
         assert answer.text == "home"
-        assert given["tier"].sessions.of_user("ann"), "the example's login left no session"
+        assert names["tier"].sessions.of_user("ann"), "the example's login left no session"
         assert (embedded_data / "dump.rdb").exists(), "no example used the embedded server"
-    finally:
-        webtier.disconnect(client)
 
 
 async def _post(app: Starlette, path: str, async_client: Any) -> httpx.Response:

@@ -135,14 +135,40 @@ def test_login_merges_the_cart_and_kills_the_old_cookie(shop: str) -> None:
         assert logged_in.status_code == 303
         assert logged_in.headers["location"] == "/"
         home = client.get("/")
-        assert "Your cart was merged" in home.text
-        assert "item 7: 1 \u2192 3" in home.text
+        assert "Your cart and your account&#39;s were merged" in home.text
+        assert "item 7 \u00d73 (2 from this visit + 1 from your account)" in home.text
         assert client.cookies["webtier_session"] != anonymous
         assert 'value="3"' in client.get("/cart").text
     with browser(shop) as replay:  # the old cookie is dead
         replay.cookies.set("webtier_session", anonymous)
         assert "Your cart is empty" in replay.get("/cart").text
         assert replay.get("/account").headers.get("location") == "/login"
+
+
+def test_the_merge_report_names_the_accounts_lines_with_no_item_in_common(shop: str) -> None:
+    with browser(shop) as earlier:  # bob's cart from another visit: item 3
+        post(earlier, "/login", "/login", username="bob")
+        post(earlier, "/item/3", "/cart", item="3", count="1")
+    with browser(shop) as client:
+        post(client, "/item/1", "/cart", item="1", count="2")
+        post(client, "/login", "/login", username="bob")
+        home = client.get("/").text
+        assert "item 1 \u00d72 (2 from this visit)" in home
+        assert "item 3 \u00d71 (1 from your account)" in home
+        assert "came with you" not in home
+
+
+def test_the_account_marks_the_visitors_own_session(shop: str) -> None:
+    with browser(shop) as phone, browser(shop) as laptop:
+        post(phone, "/login", "/login", username="finn")
+        post(laptop, "/login", "/login", username="finn")
+        on_laptop, on_phone = laptop.get("/account").text, phone.get("/account").text
+    for page in (on_laptop, on_phone):
+        assert page.count("<code>") == 2
+        assert page.count("this browser") == 1
+    # Each marks its own: the marked row differs between the two.
+    mine = re.compile(r"<code>([^<]+)</code> <strong>this browser</strong>")
+    assert mine.findall(on_laptop) != mine.findall(on_phone)
 
 
 def test_checkout_writes_the_order_and_the_item_page_shows_the_new_stock(

@@ -17,7 +17,7 @@ from webtier.demo.shop.accounts import merge_report
 from webtier.demo.shop.app import PAGE_RULES
 from webtier.errors import ConfigError, InvalidInput, OutOfStock
 from webtier.pagecache import PageRequest
-from webtier.types import CartChange, LoginResult
+from webtier.types import CartChange
 
 
 @pytest.mark.parametrize(
@@ -59,15 +59,33 @@ def test_an_item_path_is_the_books_item_page() -> None:
 
 
 def test_the_merge_report_says_what_the_login_did() -> None:
-    assert merge_report("ann", None) == "Welcome, ann."
-    assert merge_report("ann", LoginResult("t", ())) == "Welcome, ann."
-    came = LoginResult("t", (CartChange("7", 0, 2),))
-    assert merge_report("ann", came) == "Welcome, ann. Your cart came with you."
-    merged = LoginResult("t", (CartChange("10", 1, 4), CartChange("7", 0, 2)))
-    assert merge_report("ann", merged) == (
-        "Welcome, ann. Your cart was merged into your account's: "
-        "item 7: 0 \u2192 2, item 10: 1 \u2192 4."
+    assert merge_report("ann", {}, {}) == "Welcome, ann."
+    came = merge_report("ann", {"7": 2}, {"7": 2}, (CartChange("7", 0, 2),))
+    assert came == "Welcome, ann. Your cart came with you: item 7 \u00d72 (2 from this visit)."
+    merged = merge_report(
+        "ann", {"7": 2, "10": 3}, {"7": 2, "10": 4}, (CartChange("10", 1, 4), CartChange("7", 0, 2))
     )
+    assert merged == (
+        "Welcome, ann. Your cart and your account's were merged: "
+        "item 7 \u00d72 (2 from this visit), "
+        "item 10 \u00d74 (3 from this visit + 1 from your account)."
+    )
+
+
+def test_the_merge_report_names_the_accounts_lines_that_join_the_cart() -> None:
+    # No item in common: the account's item 3 joins this visit's cart, which
+    # changes this visit's cart though not the account's.
+    report = merge_report("ann", {"1": 2}, {"1": 2, "3": 1}, (CartChange("1", 0, 2),))
+    assert report == (
+        "Welcome, ann. Your cart and your account's were merged: "
+        "item 1 \u00d72 (2 from this visit), item 3 \u00d71 (1 from your account)."
+    )
+    # An empty visit: the account's cart is back, and says so.
+    back = merge_report("ann", {}, {"3": 1})
+    assert back.endswith("were merged: item 3 \u00d71 (1 from your account).")
+    # A line the merge dropped (over a limit) is named too.
+    dropped = merge_report("ann", {"5": 1}, {}, ())
+    assert dropped.endswith("were merged: item 5 removed (1 from this visit).")
 
 
 @pytest.fixture

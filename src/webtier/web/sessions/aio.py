@@ -36,6 +36,11 @@ class AsyncSession:
         """The logged-in user, or None (anonymous, or no session)."""
         return await self._run(flows.user(self._config, self._state))
 
+    async def session_id(self) -> str | None:
+        """The session's public id (as ``tier.sessions.of_user`` lists it,
+        never the token), or None when there is no session."""
+        return await self._run(flows.session_id(self._config, self._state))
+
     async def data(self) -> dict[str, Any]:
         return await self._run(flows.data(self._config, self._state))
 

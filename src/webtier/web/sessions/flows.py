@@ -104,6 +104,13 @@ def user(cfg: Config, state: SessionState) -> Op[str | None]:
     return (yield from load(cfg, state))
 
 
+def session_id(cfg: Config, state: SessionState) -> Op[str | None]:
+    """The session's public id, as ``tier.sessions.of_user`` lists it (never
+    the token), or None when there is no session."""
+    public = (yield from _fields(cfg, state)).get("i")
+    return None if public is None else text(public)
+
+
 def data(cfg: Config, state: SessionState) -> Op[dict[str, Any]]:
     return sessions.ops.data_of((yield from _fields(cfg, state)))
 

@@ -36,6 +36,11 @@ class Session:
         """The logged-in user, or None (anonymous, or no session)."""
         return self._run(flows.user(self._config, self._state))
 
+    def session_id(self) -> str | None:
+        """The session's public id (as ``tier.sessions.of_user`` lists it,
+        never the token), or None when there is no session."""
+        return self._run(flows.session_id(self._config, self._state))
+
     def data(self) -> dict[str, Any]:
         return self._run(flows.data(self._config, self._state))
 

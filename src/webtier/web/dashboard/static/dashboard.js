@@ -7,6 +7,13 @@ const BASE = document.body.dataset.base;
 const ACTIONS = document.body.dataset.actions === "on";
 const state = { precision: 1, names: [], offset: 0, context: null, hours: 1, by: "mean" };
 const charts = {};
+// A chart follows its element's width (the window resized): uPlot's is fixed.
+const resized = new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const chart = charts[entry.target.id];
+    if (chart) chart.setSize({ width: Math.max(entry.target.clientWidth, 300), height: 220 });
+  }
+});
 
 const $ = (id) => document.getElementById(id);
 const fmt = (v, digits = 3) => (v === null || v === undefined ? "–" : Number(v).toPrecision(digits));
@@ -52,35 +59,57 @@ function poll(panelIds, load, every) {
   return tick;
 }
 
-// One chart per element, rebuilt when its series change, else fed new data.
-// A lone point gets `pad` seconds either side (a zero-width range has no axis).
-function draw(id, labels, data, units = "", pad = 30) {
+// One chart per element, rebuilt when its series change, else fed new data,
+// under its `title`. A lone point gets `pad` seconds either side (a
+// zero-width range has no axis). No point at all draws no chart but says
+// why (`empty`): an empty series would put the time axis at the epoch, 1970.
+// data-points, data-last, data-xmin and data-xmax (the time axis) tell tests.
+function draw(id, labels, data, { title = "", empty = "no data", units = "", pad = 30 } = {}) {
   const element = $(id);
-  const key = labels.join("\u0000");
+  const count = data[0].length;
+  element.dataset.points = String(count);
+  element.dataset.last = count ? String(data[0][count - 1]) : "";
   let chart = charts[id];
-  if (chart && chart.key !== key) {
+  if (chart && (chart.key !== labels.join("\u0000") || chart.title !== title || !count)) {
     chart.destroy();
     chart = null;
+    delete charts[id];
+  }
+  if (!count) {
+    const note = document.createElement("p");
+    note.className = "empty";
+    note.textContent = `${title ? `${title}: ` : ""}${empty}`;
+    element.replaceChildren(note);
+    element.dataset.xmin = element.dataset.xmax = "";
+    return;
   }
   if (!chart) {
+    element.replaceChildren();
     const palette = ["#2364aa", "#e07a1f", "#3da35d", "#c8293d", "#7d4fb3", "#1fa0a8", "#8a6d3b"];
     const options = {
+      title,
       width: Math.max(element.clientWidth, 300),
       height: 220,
       scales: { x: { time: true, range: (u, min, max) => (min === max ? [min - pad, max + pad] : [min, max]) } },
       series: [{}, ...labels.map((label, i) => ({ label, stroke: palette[i % palette.length], width: 1.5 }))],
       axes: [{}, { size: 60, values: (u, vals) => vals.map((v) => `${v}${units}`) }],
       legend: { live: false },
+      hooks: {
+        setScale: [(u, key) => {
+          if (key === "x") Object.assign(element.dataset, { xmin: u.scales.x.min, xmax: u.scales.x.max });
+        }],
+      },
     };
     chart = new uPlot(options, data, element);
-    chart.key = key;
-    element.dataset.points = "0";
+    resized.observe(element);
+    chart.key = labels.join("\u0000");
+    chart.title = title;
     charts[id] = chart;
   } else {
-    chart.setData(data);
+    chart.setData(data, count > 1);
   }
-  element.dataset.points = String(data[0].length);
-  element.dataset.last = data[0].length ? String(data[0][data[0].length - 1]) : "";
+  // uPlot spans a lone point over 1,000 days, whatever the range function says.
+  if (count === 1) chart.setScale("x", { min: data[0][0] - pad, max: data[0][0] + pad });
 }
 
 // Aligns {name: [[start, count], ...]} on one time axis (missing slices: 0).
@@ -100,7 +129,9 @@ async function loadCounterNames(append = false) {
   const select = $("counter-names");
   if (!append) select.replaceChildren();
   for (const counter of page.counters) {
-    const option = new Option(`${counter.name} (${counter.latest})`, counter.name);
+    // The count beside a name is its latest slice's: say so.
+    const option = new Option(`${counter.name} \u00b7 ${counter.latest} per ${state.precision} s`, counter.name);
+    option.title = `${counter.name}: ${counter.latest} in its latest ${state.precision} s slice`;
     option.selected = state.names.includes(counter.name);
     select.add(option);
   }
@@ -114,32 +145,55 @@ async function loadCounterNames(append = false) {
 
 async function loadCounterChart() {
   if (!state.names.length) await loadCounterNames();
-  if (!state.names.length) return;
+  const title = `count per ${state.precision} s`;
+  if (!state.names.length) {
+    const why = $("prefix").value ? "no counter has this prefix" : "no counter yet (tier.counters.record(name) makes one)";
+    draw("counter-chart", [], [[]], { title, empty: why });
+    return;
+  }
   const body = await api("series", { name: state.names, precision: state.precision });
-  draw("counter-chart", state.names, aligned(body.series, state.names));
+  draw("counter-chart", state.names, aligned(body.series, state.names), {
+    title, empty: `no count in the slices kept at ${state.precision} s precision`,
+  });
 }
 
 // -- page cache, sessions, rows, workers, items ------------------------------------------
 
-function figures(id, pairs) {
-  $(id).replaceChildren(...pairs.map(([label, value]) => {
+// Figures, each [label, value, what it counts (a tooltip)].
+function figures(id, triples) {
+  $(id).replaceChildren(...triples.map(([label, value, tip]) => {
     const span = document.createElement("span");
     const b = document.createElement("b");
     b.textContent = value;
     span.append(b, label);
+    span.title = tip;
     return span;
   }));
 }
 
-function rows(id, records, cells) {
-  $(id).replaceChildren(...records.map((record) => {
+// Table rows, one per record; none: one row saying why (`empty`). Columns
+// in `wrap` may wrap (long text), so the table fits its panel.
+function rows(id, records, cells, { empty = "none", wrap = [] } = {}) {
+  const body = $(id);
+  if (!records.length) {
+    const td = document.createElement("td");
+    td.className = "empty";
+    td.colSpan = body.closest("table").querySelectorAll("thead th").length || 1;
+    td.textContent = empty;
     const tr = document.createElement("tr");
-    for (const cell of cells(record)) {
+    tr.append(td);
+    body.replaceChildren(tr);
+    return;
+  }
+  body.replaceChildren(...records.map((record) => {
+    const tr = document.createElement("tr");
+    cells(record).forEach((cell, i) => {
       const td = document.createElement("td");
+      if (wrap.includes(i)) td.className = "wrap";
       if (cell instanceof Node) td.append(cell);
       else td.textContent = cell;
       tr.append(td);
-    }
+    });
     return tr;
   }));
 }
@@ -156,34 +210,52 @@ async function purge(body) {
 
 async function loadHealth() {
   const health = await api("health", { precision: Math.max(state.precision, 5) });
+  const every = health.precision;
   const cache = health.pagecache;
   const outcomes = ["hit", "miss", "stale", "render"];
   const total = (name) => cache[name].reduce((sum, s) => sum + s[1], 0);
   const served = total("hit") + total("miss") + total("stale");
+  const told = {
+    hit: ["hits", "answered from the cache"],
+    miss: ["misses", "rendered by the app, then stored"],
+    stale: ["stale", "answered from an expired copy while one worker renders"],
+    render: ["renders", "renders the cache asked the app for"],
+  };
+  const kept = `in the ${every} s slices kept`;
   figures("pagecache-figures", [
-    ...outcomes.map((name) => [{ hit: "hits", miss: "misses", stale: "stale", render: "renders" }[name], total(name)]),
-    ["hit ratio", served ? `${((100 * (total("hit") + total("stale"))) / served).toFixed(1)} %` : "–"],
+    ...outcomes.map((name) => [told[name][0], total(name), `${told[name][1]}, ${kept}`]),
+    ["hit ratio", served ? `${((100 * (total("hit") + total("stale"))) / served).toFixed(1)} %` : "–", `(hits + stale) / answers, ${kept}`],
   ]);
-  draw("pagecache-chart", outcomes, aligned(cache, outcomes));
+  draw("pagecache-chart", outcomes, aligned(cache, outcomes), {
+    title: `page cache answers per ${every} s`,
+    empty: "no page served through the page cache yet",
+  });
 
   const sessions = health.sessions;
   figures("sessions-figures", [
-    ["sessions", sessions.count],
-    ["cap", sessions.limit],
-    ["busiest shard", sessions.busiest_shard],
-    ["oldest", age(sessions.oldest_age)],
+    ["sessions", sessions.count, "live sessions now"],
+    ["cap", sessions.limit, "the most sessions kept: the cleaner removes the oldest over it"],
+    ["busiest shard", sessions.busiest_shard, "sessions in the fullest of the sessions' shards"],
+    ["oldest", age(sessions.oldest_age), "since the least recently seen session was last seen"],
   ]);
-  $("sessions-meter").value = sessions.limit ? sessions.count / sessions.limit : 0;
-  draw("cleaner-chart", [`removed per ${health.precision} s`], aligned({ c: sessions.cleaned }, ["c"]));
+  const meter = $("sessions-meter");
+  meter.value = sessions.limit ? sessions.count / sessions.limit : 0;
+  meter.title = `${sessions.count} sessions of the cap of ${sessions.limit}`;
+  draw("cleaner-chart", ["removed"], aligned({ c: sessions.cleaned }, ["c"]), {
+    title: `sessions removed per ${every} s`,
+    empty: "the cleaner has removed no session in the slices kept (it removes sessions over the cap or idle; `webtier worker` runs it)",
+  });
 
-  rows("row-rows", health.rows, (r) => [r.source, r.scheduled, r.due, r.loading, age(r.lag)]);
+  rows("row-rows", health.rows, (r) => [r.source, r.scheduled, r.due, r.loading, age(r.lag)], {
+    empty: "no row source configured (RowSettings.sources)",
+  });
   rows("worker-rows", health.workers, (w) => [
     `${w.id} (pid ${w.pid})`,
     w.jobs.join(", "),
     w.last_job ? `${w.last_job} ${age(w.last_age)} ago: ${w.last_outcome || "idle"}` : "–",
     `${age(w.beat_age)} ago`,
     age(w.up),
-  ]);
+  ], { empty: "no worker alive (start one: webtier worker)", wrap: [0, 1, 2] });
   rows("item-rows", health.top_items, (i) => {
     const cells = [i.item, Number.isInteger(i.views) ? i.views : i.views.toFixed(1)];
     if (ACTIONS) {
@@ -193,7 +265,7 @@ async function loadHealth() {
       cells.push(button);
     }
     return cells;
-  });
+  }, { empty: "no item viewed yet (tier.ranking.record_view)" });
 }
 
 // -- statistics and the slowest pages ---------------------------------------------------
@@ -208,15 +280,21 @@ function contextLink(context) {
 
 async function loadStats() {
   const body = await api("stats", { hours: state.hours, by: state.by, limit: 50 });
-  rows("stats-rows", body.contexts, (s) => [contextLink(s.context), s.count, ms(s.mean), ms(s.stddev), ms(s.p50), ms(s.p95), ms(s.p99), s.errors]);
+  const hours = `the last ${state.hours} h`;
+  rows("stats-rows", body.contexts, (s) => [contextLink(s.context), s.count, ms(s.mean), ms(s.stddev), ms(s.p50), ms(s.p95), ms(s.p99), s.errors], {
+    empty: `no request timed in ${hours} (the timing middleware or tier.stats.access_time record them)`,
+    wrap: [0],
+  });
   const list = $("slowest-list");
   list.replaceChildren(...body.contexts.slice(0, 10).map((s) => {
     const li = document.createElement("li");
     li.append(contextLink(s.context), ` ${ms(s[state.by])}`);
+    li.title = `${state.by} AccessTime over ${hours}`;
     return li;
   }));
   if (!state.context && body.contexts.length) state.context = body.contexts[0].context;
   if (state.context) await loadContext();
+  else draw("context-chart", [], [[]], { title: "AccessTime", empty: `no page timed in ${hours}` });
 }
 
 async function loadContext() {
@@ -226,7 +304,9 @@ async function loadContext() {
   // spans the hours asked for even while only the current one has data.
   const points = body.points;
   const seconds = (key) => points.map((p) => (p.count && p[key] !== null ? p[key] * 1000 : null));
-  draw("context-chart", ["mean", "p95", "p99"], [points.map((p) => p.start), seconds("mean"), seconds("p95"), seconds("p99")], " ms", body.period);
+  draw("context-chart", ["mean", "p95", "p99"], [points.map((p) => p.start), seconds("mean"), seconds("p95"), seconds("p99")], {
+    title: `AccessTime per ${body.period / 60} min`, units: " ms", pad: body.period, empty: "no request in the window",
+  });
 }
 
 // -- wiring ---------------------------------------------------------------------------
