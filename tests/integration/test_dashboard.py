@@ -220,6 +220,20 @@ async def test_a_token_is_required_when_configured(tier: webtier.AsyncWebTier) -
         assert (await client.get("/?token=wrong")).status_code == 401
 
 
+@pytest.mark.parametrize(
+    "given", ["?token=%C3%A9", "?token=%FF", "?token=%00", "?token=" + quote(TOKEN + "\u00e9")]
+)
+async def test_a_token_of_any_characters_is_a_401_never_a_500(
+    tier: webtier.AsyncWebTier, given: str
+) -> None:
+    app = dashboard(tier, credentials=Credentials(token=TOKEN))
+    async with http(app) as client:
+        assert (await client.get("/" + given)).status_code == 401
+        odd = {"Authorization": "Bearer \u00e9", "cookie": "webtier_dashboard=\u00e9"}
+        headers = {k: v.encode("utf-8") for k, v in odd.items()}
+        assert (await client.get("/api/settings", headers=headers)).status_code == 401
+
+
 async def test_basic_credentials(tier: webtier.AsyncWebTier) -> None:
     app = dashboard(tier, credentials=Credentials.basic("ann:pa55word"))
 

@@ -58,13 +58,18 @@ class Credentials:
         ok = False
         if self.token is not None:
             given = value if scheme == "bearer" else cookie or ""
-            ok |= hmac.compare_digest(given.encode(), self.token.encode())
+            ok |= _same(given, self.token)
         if self.user is not None and self.password is not None:
             user, password = _basic(value) if scheme == "basic" else ("", "")
-            same_user = hmac.compare_digest(user.encode(), self.user.encode())
-            same_password = hmac.compare_digest(password.encode(), self.password.encode())
+            same_user = _same(user, self.user)
+            same_password = _same(password, self.password)
             ok |= same_user & same_password
         return ok
+
+
+def _same(given: str, secret: str) -> bool:
+    """Whether ``given`` is ``secret``, in constant time, whatever it holds."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), secret.encode())
 
 
 def _basic(value: str) -> tuple[str, str]:
@@ -118,7 +123,8 @@ class AccessMiddleware:
         url = URL(scope=scope)
         given = QueryParams(url.query).get("token")
         token = self.credentials.token
-        if given is not None and token is not None and hmac.compare_digest(given, token):
+        # Bytes: compare_digest refuses a str with non-ASCII characters.
+        if given is not None and token is not None and _same(given, token):
             # Keep the token in a cookie and drop it from the address bar.
             response = RedirectResponse(url.remove_query_params("token"), status_code=303)
             path = scope.get("root_path", "") or "/"
