@@ -22,6 +22,7 @@ import webtier
 from webtier.config import ACCESS_TIME
 from webtier.errors import ConfigError
 from webtier.web.dashboard import Credentials, check_bind, dashboard
+from webtier.web.dashboard.csrf import CSRF_COOKIE
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.anyio]
 
@@ -263,7 +264,7 @@ async def test_actions_need_the_csrf_token(tier: webtier.AsyncWebTier) -> None:
     async with http(dashboard(tier, allow_actions=True)) as client:
         assert (await client.post("/api/actions/purge", json={"item": "item1"})).status_code == 403
         await client.get("/")  # sets the CSRF cookie
-        csrf = client.cookies["csrftoken"]
+        csrf = client.cookies[CSRF_COOKIE]
         forged = await client.post(
             "/api/actions/purge", json={"item": "item1"}, headers={"x-csrftoken": "forged"}
         )
@@ -277,6 +278,28 @@ async def test_actions_need_the_csrf_token(tier: webtier.AsyncWebTier) -> None:
             "/api/actions/purge", json={"url": 5}, headers={"x-csrftoken": csrf}
         )
         assert bad.status_code == 400
+
+
+async def test_a_stale_or_foreign_csrf_cookie_is_replaced(tier: webtier.AsyncWebTier) -> None:
+    async with http(dashboard(tier, allow_actions=True)) as before:
+        await before.get("/")
+        stale = before.cookies[CSRF_COOKIE]  # signed by a dashboard since restarted
+    async with http(dashboard(tier, allow_actions=True)) as client:
+        # The shop's (or Django's) cookie of the usual name is not the dashboard's.
+        client.cookies.set("csrftoken", stale)
+        client.cookies.set(CSRF_COOKIE, stale)
+        refused = await client.post(
+            "/api/actions/purge", json={"item": "item1"}, headers={"x-csrftoken": stale}
+        )
+        assert refused.status_code == 403
+        polled = await client.get("/api/settings")  # the page's next poll
+        fresh = polled.cookies[CSRF_COOKIE]
+        assert fresh != stale
+        done = await client.post(
+            "/api/actions/purge", json={"item": "item1"}, headers={"x-csrftoken": fresh}
+        )
+        assert done.status_code == 200, done.text
+        assert client.cookies["csrftoken"] == stale  # left alone
 
 
 async def test_mounted_under_a_path_its_links_follow(tier: webtier.AsyncWebTier) -> None:

@@ -8,7 +8,8 @@ It also serves ``/metrics`` (see :mod:`webtier.metrics`). Pages are plain
 HTML; the charts are uPlot's, served from the package (no CDN), driven by a
 small script of our own: the Content-Security-Policy allows no inline script.
 It is read-only unless ``allow_actions=True``, which adds purging cached
-pages, behind a CSRF check (starlette-csrf's double-submit cookie).
+pages, behind a CSRF check (starlette-csrf's double-submit cookie, under a
+name of its own: :mod:`.csrf`).
 """
 
 from __future__ import annotations
@@ -103,9 +104,9 @@ def dashboard(
             Route("/api/actions/purge", api.endpoint(actions.purge(rules), tier), methods=["POST"])
         )
         with extra_needed("dashboard", "the dashboard's actions"):
-            from starlette_csrf.middleware import CSRFMiddleware
+            from webtier.web.dashboard.csrf import DashboardCsrf
 
-        # A secret per app: the CSRF cookie is signed, and a restart only
-        # asks the page to be reloaded before the next action.
-        middleware.append(Middleware(CSRFMiddleware, secret=secrets.token_urlsafe(32)))
+        # A secret per app: the CSRF cookie is signed, and a restart's
+        # cookie is replaced at the page's next poll.
+        middleware.append(Middleware(DashboardCsrf, secret=secrets.token_urlsafe(32)))
     return Starlette(routes=routes, middleware=middleware)
