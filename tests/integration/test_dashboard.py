@@ -49,7 +49,7 @@ async def tier(redis_url: str, config: webtier.Config) -> AsyncIterator[webtier.
 
 def http(app: Any, **options: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://dash", **options
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost", **options
     )
 
 
@@ -302,11 +302,33 @@ async def test_a_stale_or_foreign_csrf_cookie_is_replaced(tier: webtier.AsyncWeb
         assert client.cookies["csrftoken"] == stale  # left alone
 
 
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [("localhost", 200), ("localhost:8001", 200), ("127.0.0.1:8001", 200), ("[::1]:8001", 200),
+     ("127.0.0.1", 200), ("LOCALHOST.", 200), ("dash.internal:8001", 200),
+     ("evil.example", 400), ("evil.example:8001", 400), ("localhost.evil.example", 400),
+     ("127.0.0.1.evil.example", 400), ("", 400), ("[::1", 400), ("\u00e9", 400)],
+)  # fmt: skip
+async def test_open_it_answers_this_machines_host_names_only(
+    tier: webtier.AsyncWebTier, host: str, status: int
+) -> None:
+    app = dashboard(tier, allowed_hosts=["dash.internal"])
+    async with http(app) as client:
+        for path in ("/api/health", "/metrics", "/"):
+            answer = await client.get(path, headers={"host": host.encode()})
+            assert answer.status_code == status, (path, answer.text)
+    # With credentials a rebinding page has none to give: any name is served.
+    guarded = dashboard(tier, credentials=Credentials(token=TOKEN))
+    async with http(guarded) as client:
+        bearer = {"host": "dash.example", "Authorization": f"Bearer {TOKEN}"}
+        assert (await client.get("/api/settings", headers=bearer)).status_code == 200
+
+
 async def test_mounted_under_a_path_its_links_follow(tier: webtier.AsyncWebTier) -> None:
     app = Starlette(routes=[Mount("/dashboard", dashboard(tier))])
     async with http(app, follow_redirects=True) as client:
         page = (await client.get("/dashboard/")).text
-        assert 'src="http://dash/dashboard/static/dashboard.js"' in page
+        assert 'src="http://localhost/dashboard/static/dashboard.js"' in page
         assert (await client.get("/dashboard/static/vendor/uplot/uPlot.iife.min.js")).is_success
         assert (await client.get("/dashboard/static/vendor/uplot/LICENSE")).is_success
         assert (await client.get("/dashboard/metrics")).text.startswith("# HELP")

@@ -1,7 +1,8 @@
 """The shop's forms against hostile input, over HTTP against the real app:
 CSRF tokens bound to the visitor's session (a token planted by another
 origin is refused), cookies of any name or bytes, and bodies that are not
-the shop's forms: 4xx, never a 500 (issue #24, items 4 and 6)."""
+the shop's forms: 4xx, never a 500; on loopback, Host names other than this
+machine's: 400 (issue #24, items 4, 6 and 8)."""
 
 from __future__ import annotations
 
@@ -105,3 +106,13 @@ def test_bodies_other_than_the_shops_forms_are_4xx(
             assert answer.status_code == status, (path, answer.text[:200])
             assert "@@webtier-csrftoken@@" not in answer.text  # its forms hold a token
         assert client.get("/healthz").status_code == 200
+
+
+def test_on_loopback_it_answers_this_machines_host_names_only(shop: str) -> None:
+    port = shop.rsplit(":", 1)[1]
+    with browser(shop) as client:
+        for path in ("/", "/healthz", "/dashboard/api/health", "/metrics"):
+            for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.nip.io"):
+                assert client.get(path, headers={"host": host}).status_code == 400, (path, host)
+            for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"):
+                assert client.get(path, headers={"host": host}).status_code == 200, (path, host)

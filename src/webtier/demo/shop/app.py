@@ -162,9 +162,10 @@ def create_app(
 def with_dashboard(shop: Starlette, tier: AsyncWebTier) -> Starlette:
     """``shop`` with webtier's dashboard at ``/dashboard`` and the Prometheus
     exposition at ``/metrics``, in front of the shop's middleware: their
-    polls are neither timed as shop pages nor counted as its hits."""
+    polls are neither timed as shop pages nor counted as its hits. Every
+    request's ``Host`` must name this machine (400 otherwise)."""
     from webtier.metrics import asgi_app as metrics_app
-    from webtier.web.dashboard import dashboard
+    from webtier.web.dashboard import HostCheck, dashboard
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -177,6 +178,9 @@ def with_dashboard(shop: Starlette, tier: AsyncWebTier) -> Starlette:
             Route("/metrics", metrics_app(tier)),
             Mount("", shop),
         ],
+        # Open, so on loopback only: and answering this machine's names
+        # only, the shop's pages too (no DNS rebinding reads them).
+        middleware=[Middleware(HostCheck)],
         lifespan=lifespan,
     )
     outer.state.shop = shop.state.shop

@@ -15,6 +15,7 @@ name of its own: :mod:`.csrf`).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from importlib import resources
 
 from webtier._core.extras import extra_needed
@@ -33,9 +34,9 @@ with extra_needed("dashboard", "the dashboard"):
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webtier.web.dashboard import actions, api
-from webtier.web.dashboard.access import AccessMiddleware, Credentials, check_bind
+from webtier.web.dashboard.access import AccessMiddleware, Credentials, HostCheck, check_bind
 
-__all__ = ["Credentials", "check_bind", "dashboard"]
+__all__ = ["Credentials", "HostCheck", "check_bind", "dashboard"]
 
 # No inline script or style anywhere: the page's own code is a static file.
 CSP = (
@@ -70,10 +71,13 @@ def dashboard(
     allow_actions: bool = False,
     rules: PageRules | None = None,
     metrics: Settings | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
     """The dashboard of ``tier`` as an ASGI app. ``credentials`` (a token or
     HTTP basic) guard every route, ``/metrics`` included; without them it is
-    open, so bind it to loopback only (the CLI refuses otherwise).
+    open, so bind it to loopback only (the CLI refuses otherwise): it then
+    answers only requests whose ``Host`` is ``localhost``, a loopback
+    address or one of ``allowed_hosts`` (:class:`HostCheck`), and 400 to others.
     ``allow_actions`` adds the purge buttons (CSRF-protected); ``rules`` are
     the page cache's rules, to find a page from its URL (default: the book's)."""
     credentials = credentials or Credentials()
@@ -99,6 +103,8 @@ def dashboard(
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
     middleware = [Middleware(_SecurityHeaders), Middleware(AccessMiddleware, credentials)]
+    if not credentials.required:
+        middleware.insert(0, Middleware(HostCheck, allowed=allowed_hosts))
     if allow_actions:
         routes.append(
             Route("/api/actions/purge", api.endpoint(actions.purge(rules), tier), methods=["POST"])

@@ -1,9 +1,12 @@
 """Who may read the dashboard: a token or HTTP basic credentials.
 
 On a loopback bind the dashboard may run open; anywhere else it refuses to
-start without credentials (:func:`check_bind`). Secrets are compared in
-constant time. A token is given as ``Authorization: Bearer <token>``, or once
-as ``?token=<token>``, which a browser then keeps in an HttpOnly cookie.
+start without credentials (:func:`check_bind`). Open, it answers only
+requests whose ``Host`` names this machine (:class:`HostCheck`): a web page
+the operator visits cannot rebind its own name to 127.0.0.1 and read it.
+Secrets are compared in constant time. A token is given as ``Authorization:
+Bearer <token>``, or once as ``?token=<token>``, which a browser then keeps
+in an HttpOnly cookie.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import base64
 import binascii
 import hmac
 import ipaddress
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from starlette.datastructures import URL, Headers, QueryParams
@@ -20,6 +24,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webtier.errors import ConfigError
+from webtier.web.sessions.adapter import header_values
+from webtier.web.sessions.cookie import is_loopback as names_this_machine
 
 COOKIE = "webtier_dashboard"
 
@@ -132,3 +138,30 @@ class AccessMiddleware:
             return response
         challenge = {"WWW-Authenticate": 'Basic realm="webtier"'} if self.credentials.user else {}
         return PlainTextResponse("401: credentials needed", status_code=401, headers=challenge)
+
+
+class HostCheck:
+    """Answers 400 to a request whose ``Host`` is neither this machine
+    (``localhost``, a loopback address, with any port) nor one of
+    ``allowed`` (names, without port). An app open on a loopback bind needs
+    it: otherwise a page of ``evil.example`` whose name the attacker points
+    at 127.0.0.1 (DNS rebinding) reads it from the operator's browser."""
+
+    def __init__(self, app: ASGIApp, allowed: Iterable[str] = ()) -> None:
+        self.app, self.allowed = app, frozenset(name.lower().rstrip(".") for name in allowed)
+
+    def accepts(self, host: str) -> bool:
+        if names_this_machine(host):
+            return True
+        name = host[: host.rfind(":")] if host.rfind(":") > host.rfind("]") else host
+        return name.lower().rstrip(".") in self.allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        if self.accepts(header_values(scope.get("headers", []), b"host") or ""):
+            await self.app(scope, receive, send)
+            return
+        refusal = PlainTextResponse("400: this server answers to its own host names only", 400)
+        await refusal(scope, receive, send)
