@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from webtier import overview
+from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
 from webtier._core.protocol import Op
 from webtier.config import Config
@@ -72,6 +73,11 @@ class Settings:
     max_counters: int = 1000  # counters exposed, in name order
     max_contexts: int = 200  # statistics contexts exposed, slowest first
     top_items: int = 10  # most viewed items exposed
+    # Seconds the ASGI app's scrape may wait for Redis, its tries included
+    # (as the web middlewares' budget): a hung server answers webtier_up 0
+    # well within Prometheus's scrape timeout, not after the client's socket
+    # timeouts and retries (15 s and more).
+    time_limit: float | None = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,9 +277,11 @@ def exposition_of(snapshot: Snapshot | None, accept: str = "") -> tuple[bytes, s
 
 
 async def read_async(tier: AsyncWebTier, settings: Settings) -> Snapshot | None:
-    """A snapshot from an asyncio tier, ``None`` when Redis could not be read."""
+    """A snapshot from an asyncio tier, ``None`` when Redis could not be
+    read within ``settings.time_limit``."""
     try:
-        snapshot: Snapshot = await tier.transport.run(read_snapshot(tier.config, settings))
+        with time_limit(settings.time_limit):
+            snapshot: Snapshot = await tier.transport.run(read_snapshot(tier.config, settings))
     except WebtierError:
         return None
     return snapshot
