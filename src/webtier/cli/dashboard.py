@@ -89,7 +89,7 @@ def dashboard(
 @click.command()
 @click.option(
     "--precision", type=click.IntRange(1), default=60, show_default=True,
-    help="Seconds of the counters' slices reported as webtier_counter_last_slice.",
+    help="Seconds of the counters' slices reported as webtier_counts_last_slice.",
 )  # fmt: skip
 @click.option(
     "--periods", type=click.IntRange(1, 10_000), default=1, show_default=True,
