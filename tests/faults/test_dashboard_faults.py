@@ -9,8 +9,6 @@ These tests start a server of their own and stop or pause it."""
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -18,7 +16,7 @@ import httpx
 import pytest
 
 import webtier
-from tests.helpers.servers import BINARIES
+from tests.faults.servers import start_server, stopped
 from webtier.testing import RedisServer
 from webtier.web.dashboard import dashboard
 
@@ -31,19 +29,8 @@ SOCKET_TIMEOUT = 5.0
 
 @pytest.fixture
 def server() -> Iterator[RedisServer]:
-    with RedisServer.start(BINARIES["standalone"]) as running:
+    with start_server() as running:
         yield running
-
-
-@contextlib.contextmanager
-def stopped(server: RedisServer) -> Iterator[None]:
-    """SIGSTOP: connections open, no answer."""
-    assert server.process is not None
-    os.kill(server.process.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(server.process.pid, signal.SIGCONT)
 
 
 PAUSE = 15.0  # seconds: the requests inside take about 4 (1 s each)
