@@ -49,6 +49,14 @@ def test_a_token_planted_by_another_origin_is_refused(shop: str) -> None:
         assert in_cart(victim) == 1
 
 
+def test_a_page_holding_a_token_is_never_kept_by_shared_caches(shop: str) -> None:
+    with browser(shop) as client:
+        for path in ("/item/1", "/item/1", "/login"):
+            page = client.get(path)
+            token(page)
+            assert page.headers["cache-control"] == "no-store", path
+
+
 def test_a_token_is_bound_to_its_session_and_follows_the_login(shop: str) -> None:
     with browser(shop) as client:
         before = token(client.get("/login"))

@@ -198,6 +198,9 @@ class CsrfGuard:
                     body = body.replace(CSRF_PLACEHOLDER.encode(), token.encode())
                     if cookie is not None:
                         headers.append((b"set-cookie", cookie.OutputString().encode()))
+                    # A page holding one visitor's token never sits in a shared cache.
+                    headers = [(k, v) for k, v in headers if k.lower() != b"cache-control"]
+                    headers.append((b"cache-control", b"no-store"))
                 headers.append((b"content-length", str(len(body)).encode()))
                 await send({**start, "headers": headers})
                 message = {"type": "http.response.body", "body": body}
