@@ -29,8 +29,8 @@ pytestmark = [
 ]
 
 SHOP = ["/", "/item/1", "/item/x", "/cart", "/checkout", "/orders/1", "/login", "/logout",
-        "/account", "/account/logout-everywhere", "/flash-sale", "/healthz", "/static/shop.css",
-        "/dashboard/", "/dashboard/api/health", "/metrics"]  # fmt: skip
+        "/account", "/account/logout-everywhere", "/flash-sale", "/healthz", "/readyz",
+        "/static/shop.css", "/dashboard/", "/dashboard/api/health", "/metrics"]  # fmt: skip
 DASHBOARD = ["/", "/api/settings", "/api/counters", "/api/series?name=a", "/api/stats",
              "/api/stats/%2Fitem", "/api/health", "/api/actions/purge", "/metrics",
              "/static/dashboard.js", "/?token=%C3%A9"]  # fmt: skip
