@@ -12,7 +12,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from tests.helpers.shop import post, serving, stocked, token
+from tests.helpers.shop import browser, post, serving, stocked, token
 from webtier.demo.shop.security import CSRF_COOKIE
 
 pytestmark = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
@@ -22,10 +22,6 @@ pytestmark = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 def shop(redis_url: str, prefix: str, database: sa.Engine) -> Iterator[str]:
     with serving(redis_url, prefix, stocked(database)) as url:
         yield url
-
-
-def browser(url: str) -> httpx.Client:
-    return httpx.Client(base_url=url, timeout=10)
 
 
 def in_cart(client: httpx.Client) -> int:
