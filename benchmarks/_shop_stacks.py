@@ -40,13 +40,9 @@ from starlette.routing import Route
 from benchmarks import book
 from webtier.demo.shop import FLASH_SALE_ITEMS, catalog
 from webtier.demo.shop.context import Visitor, render, render_item, templates
-from webtier.demo.shop.security import (
-    HardenedCsrfCookie,
-    SecurityHeaders,
-    TokenFill,
-    csrf_protected,
-)
+from webtier.demo.shop.security import CsrfGuard, SecurityHeaders
 from webtier.errors import OutOfStock
+from webtier.web.sessions import SessionOptions
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -98,9 +94,8 @@ def secured(
     token filling), with ``more`` inside them."""
     middleware = [
         Middleware(SecurityHeaders),
-        Middleware(HardenedCsrfCookie),
-        Middleware(csrf_protected, secret=SECRET, posts=POSTS),
-        Middleware(TokenFill),
+        # The stacks' sessions are not webtier's: tokens bind to the visitor id.
+        Middleware(CsrfGuard, secret=SECRET, session=SessionOptions(), posts=POSTS),
         *more,
     ]
 

@@ -10,14 +10,16 @@ which costs a fixed number of round trips whatever the number of counters.
 
 Families (base units, bounded labels):
 
-- ``webtier_counter_total{counter}``: every sample the coarsest precision
-  keeps; ``webtier_counter_last_slice{counter}``: the chosen precision's
+- ``webtier_counts_total{counter}``: every sample the coarsest precision
+  keeps; ``webtier_counts_last_slice{counter}``: the chosen precision's
   latest complete slice. At most ``max_counters`` counters, in name order.
-- ``webtier_access_time_seconds{context}``: a gauge histogram of the
+  (Not ``webtier_counter_*``: a metric's name never holds its type.)
+- ``webtier_access_time_seconds{context}``: a histogram of the
   ``AccessTime`` statistics of the newest ``periods`` periods (contexts are
   route templates, bounded by ``max_contexts``), on power-of-two buckets,
-  which are exact boundaries of webtier's log histograms; and
-  ``webtier_access_time_quantile_seconds{context,quantile}``.
+  which are exact boundaries of webtier's log histograms, the same series
+  in both formats; and ``webtier_access_time_percentile_seconds{context,
+  percentile}`` (``quantile`` is a summary's label only).
 - ``webtier_sessions``, ``webtier_sessions_limit``,
   ``webtier_sessions_oldest_age_seconds``, ``webtier_sessions_cleaned_total``.
 - ``webtier_pagecache_requests_total{outcome}``, ``webtier_pagecache_renders_total``.
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from webtier import overview
+from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
 from webtier._core.protocol import Op
 from webtier.config import Config
@@ -44,8 +47,8 @@ with extra_needed("metrics", "the metrics exposition"):
     from prometheus_client import exposition
     from prometheus_client.metrics_core import (
         CounterMetricFamily,
-        GaugeHistogramMetricFamily,
         GaugeMetricFamily,
+        HistogramMetricFamily,
         Metric,
     )
     from prometheus_client.registry import Collector as _Collector
@@ -72,6 +75,11 @@ class Settings:
     max_counters: int = 1000  # counters exposed, in name order
     max_contexts: int = 200  # statistics contexts exposed, slowest first
     top_items: int = 10  # most viewed items exposed
+    # Seconds the ASGI app's scrape may wait for Redis, its tries included
+    # (as the web middlewares' budget): a hung server answers webtier_up 0
+    # well within Prometheus's scrape timeout, not after the client's socket
+    # timeouts and retries (15 s and more).
+    time_limit: float | None = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,12 +129,12 @@ def _histogram(summary: Summary) -> list[tuple[str, float]]:
 
 def _counter_families(snapshot: Snapshot) -> Iterator[Metric]:
     totals = CounterMetricFamily(
-        "webtier_counter",
+        "webtier_counts",
         "Counts a webtier counter still holds at its coarsest precision.",
         labels=["counter"],
     )
     last = GaugeMetricFamily(
-        "webtier_counter_last_slice",
+        "webtier_counts_last_slice",
         f"Count of a webtier counter in its latest complete {snapshot.precision} s slice.",
         labels=["counter"],
     )
@@ -158,24 +166,29 @@ def _counter_families(snapshot: Snapshot) -> Iterator[Metric]:
 
 
 def _stats_families(snapshot: Snapshot) -> Iterator[Metric]:
-    histogram = GaugeHistogramMetricFamily(
+    # A histogram, not a gauge histogram: the classic text format has no
+    # gauge histogram (prometheus_client writes its buckets alone there, its
+    # _gcount and _gsum as unrelated gauges) and promtool reads none. The
+    # counts of a period only grow, and restart with the next period: the
+    # reset rate() expects of a counter (docs/metrics.md).
+    histogram = HistogramMetricFamily(
         "webtier_access_time_seconds",
         "Request durations of the current statistics period(s), by route template.",
         labels=["context"],
     )
-    quantiles = GaugeMetricFamily(
-        "webtier_access_time_quantile_seconds",
+    percentiles = GaugeMetricFamily(
+        "webtier_access_time_percentile_seconds",
         "Percentiles of the request durations, within the histograms' relative error.",
-        labels=["context", "quantile"],
+        labels=["context", "percentile"],
     )
     for summary in snapshot.stats:
         histogram.add_metric([summary.context], _histogram(summary), summary.sum)
         for percent in QUANTILES:
             value = summary.percentile(percent)
             if value is not None:
-                quantiles.add_metric([summary.context, f"{percent / 100:g}"], value)
+                percentiles.add_metric([summary.context, f"{percent:g}"], value)
     yield histogram
-    yield quantiles
+    yield percentiles
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
@@ -271,9 +284,11 @@ def exposition_of(snapshot: Snapshot | None, accept: str = "") -> tuple[bytes, s
 
 
 async def read_async(tier: AsyncWebTier, settings: Settings) -> Snapshot | None:
-    """A snapshot from an asyncio tier, ``None`` when Redis could not be read."""
+    """A snapshot from an asyncio tier, ``None`` when Redis could not be
+    read within ``settings.time_limit``."""
     try:
-        snapshot: Snapshot = await tier.transport.run(read_snapshot(tier.config, settings))
+        with time_limit(settings.time_limit):
+            snapshot: Snapshot = await tier.transport.run(read_snapshot(tier.config, settings))
     except WebtierError:
         return None
     return snapshot

@@ -4,7 +4,11 @@ TLS, and a test certificate made with openssl."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,3 +72,14 @@ def start_server(*args: str, tls: Certificate | None = None) -> RedisServer:
         *args,
         port=port,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def stopped(server: RedisServer) -> Iterator[None]:
+    """The server's process stopped (SIGSTOP): connections open, no answer."""
+    assert server.process is not None
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 import webtier
+from tests.faults.servers import stopped
 from tests.helpers.servers import BINARIES
 from tests.helpers.web import serving
 from webtier import ranking
@@ -274,17 +273,6 @@ def test_wsgi_middleware_with_its_server_down(server: RedisServer) -> None:
 
 
 # -- a hung server: the time limit ---------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def stopped(server: RedisServer) -> Iterator[None]:
-    """The server's process stopped (SIGSTOP): connections open, no answer."""
-    assert server.process is not None
-    os.kill(server.process.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(server.process.pid, signal.SIGCONT)
 
 
 LIMIT = 0.5

@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +19,7 @@ import webtier
 from tests.faults.drivers import STANDALONE_FAULTS, Target
 from tests.faults.figures import Figures
 from tests.faults.runner import run
-from tests.faults.servers import DURABLE, Certificate, start_server
+from tests.faults.servers import DURABLE, Certificate, start_server, stopped
 from tests.faults.workloads import Counters, Sessions
 from webtier.config import Config
 from webtier.testing import RedisServer
@@ -38,16 +36,6 @@ def server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
         tls = request.getfixturevalue("certificate")
     with start_server(tls=tls) as running:
         yield running
-
-
-@contextlib.contextmanager
-def stopped(server: RedisServer) -> Iterator[None]:
-    assert server.process is not None
-    os.kill(server.process.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(server.process.pid, signal.SIGCONT)
 
 
 async def call(value: Any) -> Any:

@@ -72,6 +72,11 @@ class _Closing:
         await self.app(scope, receive, closing_send)
 
 
+def browser(url: str) -> httpx.Client:
+    """A client of the shop at ``url`` that keeps its cookies, as a browser."""
+    return httpx.Client(base_url=url, timeout=10)
+
+
 def token(page: httpx.Response) -> str:
     """The CSRF token of the page's first form."""
     found = TOKEN.search(page.text)

@@ -151,7 +151,7 @@ def test_metrics_prints_the_exposition(shop: tuple[str, ...]) -> None:
     ran = webtier_cli(*shop, "metrics")
     assert ran.code == 0, ran
     names = {family.name for family in text_string_to_metric_families(ran.stdout)}
-    assert {"webtier_up", "webtier_counter", "webtier_sessions", "webtier_rows_scheduled"} <= names
+    assert {"webtier_up", "webtier_counts", "webtier_sessions", "webtier_rows_scheduled"} <= names
     ran = webtier_cli(*shop, "metrics", "--openmetrics")
     assert ran.stdout.endswith("# EOF\n")
     assert "webtier_access_time_seconds" in {family.name for family in om(ran.stdout)}

@@ -22,6 +22,7 @@ import webtier
 from webtier.config import ACCESS_TIME
 from webtier.errors import ConfigError
 from webtier.web.dashboard import Credentials, check_bind, dashboard
+from webtier.web.dashboard.csrf import CSRF_COOKIE
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.anyio]
 
@@ -48,7 +49,7 @@ async def tier(redis_url: str, config: webtier.Config) -> AsyncIterator[webtier.
 
 def http(app: Any, **options: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://dash", **options
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost", **options
     )
 
 
@@ -220,6 +221,20 @@ async def test_a_token_is_required_when_configured(tier: webtier.AsyncWebTier) -
         assert (await client.get("/?token=wrong")).status_code == 401
 
 
+@pytest.mark.parametrize(
+    "given", ["?token=%C3%A9", "?token=%FF", "?token=%00", "?token=" + quote(TOKEN + "\u00e9")]
+)
+async def test_a_token_of_any_characters_is_a_401_never_a_500(
+    tier: webtier.AsyncWebTier, given: str
+) -> None:
+    app = dashboard(tier, credentials=Credentials(token=TOKEN))
+    async with http(app) as client:
+        assert (await client.get("/" + given)).status_code == 401
+        odd = {"Authorization": "Bearer \u00e9", "cookie": "webtier_dashboard=\u00e9"}
+        headers = {k: v.encode("utf-8") for k, v in odd.items()}
+        assert (await client.get("/api/settings", headers=headers)).status_code == 401
+
+
 async def test_basic_credentials(tier: webtier.AsyncWebTier) -> None:
     app = dashboard(tier, credentials=Credentials.basic("ann:pa55word"))
 
@@ -249,7 +264,7 @@ async def test_actions_need_the_csrf_token(tier: webtier.AsyncWebTier) -> None:
     async with http(dashboard(tier, allow_actions=True)) as client:
         assert (await client.post("/api/actions/purge", json={"item": "item1"})).status_code == 403
         await client.get("/")  # sets the CSRF cookie
-        csrf = client.cookies["csrftoken"]
+        csrf = client.cookies[CSRF_COOKIE]
         forged = await client.post(
             "/api/actions/purge", json={"item": "item1"}, headers={"x-csrftoken": "forged"}
         )
@@ -265,11 +280,55 @@ async def test_actions_need_the_csrf_token(tier: webtier.AsyncWebTier) -> None:
         assert bad.status_code == 400
 
 
+async def test_a_stale_or_foreign_csrf_cookie_is_replaced(tier: webtier.AsyncWebTier) -> None:
+    async with http(dashboard(tier, allow_actions=True)) as before:
+        await before.get("/")
+        stale = before.cookies[CSRF_COOKIE]  # signed by a dashboard since restarted
+    async with http(dashboard(tier, allow_actions=True)) as client:
+        # The shop's (or Django's) cookie of the usual name is not the dashboard's.
+        client.cookies.set("csrftoken", stale)
+        client.cookies.set(CSRF_COOKIE, stale)
+        refused = await client.post(
+            "/api/actions/purge", json={"item": "item1"}, headers={"x-csrftoken": stale}
+        )
+        assert refused.status_code == 403
+        polled = await client.get("/api/settings")  # the page's next poll
+        fresh = polled.cookies[CSRF_COOKIE]
+        assert fresh != stale
+        done = await client.post(
+            "/api/actions/purge", json={"item": "item1"}, headers={"x-csrftoken": fresh}
+        )
+        assert done.status_code == 200, done.text
+        assert client.cookies["csrftoken"] == stale  # left alone
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [("localhost", 200), ("localhost:8001", 200), ("127.0.0.1:8001", 200), ("[::1]:8001", 200),
+     ("127.0.0.1", 200), ("LOCALHOST.", 200), ("dash.internal:8001", 200),
+     ("evil.example", 400), ("evil.example:8001", 400), ("localhost.evil.example", 400),
+     ("127.0.0.1.evil.example", 400), ("", 400), ("[::1", 400), ("\u00e9", 400)],
+)  # fmt: skip
+async def test_open_it_answers_this_machines_host_names_only(
+    tier: webtier.AsyncWebTier, host: str, status: int
+) -> None:
+    app = dashboard(tier, allowed_hosts=["dash.internal"])
+    async with http(app) as client:
+        for path in ("/api/health", "/metrics", "/"):
+            answer = await client.get(path, headers={"host": host.encode()})
+            assert answer.status_code == status, (path, answer.text)
+    # With credentials a rebinding page has none to give: any name is served.
+    guarded = dashboard(tier, credentials=Credentials(token=TOKEN))
+    async with http(guarded) as client:
+        bearer = {"host": "dash.example", "Authorization": f"Bearer {TOKEN}"}
+        assert (await client.get("/api/settings", headers=bearer)).status_code == 200
+
+
 async def test_mounted_under_a_path_its_links_follow(tier: webtier.AsyncWebTier) -> None:
     app = Starlette(routes=[Mount("/dashboard", dashboard(tier))])
     async with http(app, follow_redirects=True) as client:
         page = (await client.get("/dashboard/")).text
-        assert 'src="http://dash/dashboard/static/dashboard.js"' in page
+        assert 'src="http://localhost/dashboard/static/dashboard.js"' in page
         assert (await client.get("/dashboard/static/vendor/uplot/uPlot.iife.min.js")).is_success
         assert (await client.get("/dashboard/static/vendor/uplot/LICENSE")).is_success
         assert (await client.get("/dashboard/metrics")).text.startswith("# HELP")

@@ -79,4 +79,4 @@ def test_the_dashboard_command_on_a_cluster(
     assert health["sessions"]["count"] == 40
     assert health["top_items"][0]["item"] == "item1"
     assert httpx.get(f"{served}/api/series?name=nope", timeout=10).status_code == 404
-    assert 'webtier_counter_total{counter="views:/39"} 40.0' in get("/metrics").text
+    assert 'webtier_counts_total{counter="views:/39"} 40.0' in get("/metrics").text

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 import webtier
 from tests.helpers.rows import set_stock
 from tests.helpers.servers import wait_for
-from tests.helpers.shop import ITEMS, post, serving, stocked, token
+from tests.helpers.shop import ITEMS, browser, post, serving, stocked, token
 from webtier.config import SessionSettings
 from webtier.demo.shop import catalog
 from webtier.demo.shop.orders import STATS_CONTEXT
@@ -28,10 +28,6 @@ def shop(redis_url: str, prefix: str, database: sa.Engine) -> Iterator[str]:
     config = webtier.Config(sessions=SessionSettings(cart_lines=3))
     with serving(redis_url, prefix, stocked(database), config) as url:
         yield url
-
-
-def browser(url: str) -> httpx.Client:
-    return httpx.Client(base_url=url, timeout=10)
 
 
 def stock_shown(client: httpx.Client, item: int) -> int:

@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from rich.console import Console
 
-from tests.helpers.shop import checkout_form, order_of, post, serving, stocked
+from tests.helpers.shop import browser, checkout_form, order_of, post, serving, stocked
 from webtier.demo import shopdb
 from webtier.demo.serve import prepare_database
 from webtier.demo.shop import catalog
@@ -40,10 +40,6 @@ def shop(redis_url: str, prefix: str, shop_file: Path) -> Iterator[str]:
     # From a URL, as the demo serves it: the shop's own engine, never creating the file.
     with serving(redis_url, prefix, f"sqlite:///{shop_file}", sql_wait=0.2) as url:
         yield url
-
-
-def browser(url: str) -> httpx.Client:
-    return httpx.Client(base_url=url, timeout=10)
 
 
 def assert_unavailable(answer: httpx.Response) -> None:

@@ -26,6 +26,7 @@ from tests.helpers.servers import wait_for
 from tests.helpers.shop import (
     CHECKOUT_KEY,
     STOCK,
+    browser,
     checkout_form,
     order_of,
     post,
@@ -43,10 +44,6 @@ SQLITE = pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 def shop(redis_url: str, prefix: str, database: sa.Engine) -> Iterator[str]:
     with serving(redis_url, prefix, stocked(database)) as url:
         yield url
-
-
-def browser(url: str) -> httpx.Client:
-    return httpx.Client(base_url=url, timeout=10)
 
 
 def submitted_at_once(url: str, cookies: httpx.Cookies, form: dict[str, str], n: int) -> list[Any]:

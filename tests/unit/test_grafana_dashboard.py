@@ -50,6 +50,6 @@ def test_the_metrics_page_names_real_metrics() -> None:
     text = (DOCS / "metrics.md").read_text("utf-8")
     named = set(METRIC.findall(text)) - {"webtier_dashboard"}
     assert named, "docs/metrics.md names no metric"
-    families = {re.sub(r"_(bucket|gsum|gcount|total)$", "", n) for n in names}
+    families = {re.sub(r"_(bucket|sum|count|total)$", "", n) for n in names}
     for name in named:
         assert name in names or name in families, name

@@ -26,7 +26,6 @@ WEB = (
     "uvicorn",
     "jinja2",
     "multipart",
-    "asgi_csrf",
     "starlette_csrf",
     "playwright",
 )

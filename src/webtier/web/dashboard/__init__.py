@@ -8,12 +8,14 @@ It also serves ``/metrics`` (see :mod:`webtier.metrics`). Pages are plain
 HTML; the charts are uPlot's, served from the package (no CDN), driven by a
 small script of our own: the Content-Security-Policy allows no inline script.
 It is read-only unless ``allow_actions=True``, which adds purging cached
-pages, behind a CSRF check (starlette-csrf's double-submit cookie).
+pages, behind a CSRF check (starlette-csrf's double-submit cookie, under a
+name of its own: :mod:`.csrf`).
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from importlib import resources
 
 from webtier._core.extras import extra_needed
@@ -32,9 +34,9 @@ with extra_needed("dashboard", "the dashboard"):
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webtier.web.dashboard import actions, api
-from webtier.web.dashboard.access import AccessMiddleware, Credentials, check_bind
+from webtier.web.dashboard.access import AccessMiddleware, Credentials, HostCheck, check_bind
 
-__all__ = ["Credentials", "check_bind", "dashboard"]
+__all__ = ["Credentials", "HostCheck", "check_bind", "dashboard"]
 
 # No inline script or style anywhere: the page's own code is a static file.
 CSP = (
@@ -69,10 +71,13 @@ def dashboard(
     allow_actions: bool = False,
     rules: PageRules | None = None,
     metrics: Settings | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
     """The dashboard of ``tier`` as an ASGI app. ``credentials`` (a token or
     HTTP basic) guard every route, ``/metrics`` included; without them it is
-    open, so bind it to loopback only (the CLI refuses otherwise).
+    open, so bind it to loopback only (the CLI refuses otherwise): it then
+    answers only requests whose ``Host`` is ``localhost``, a loopback
+    address or one of ``allowed_hosts`` (:class:`HostCheck`), and 400 to others.
     ``allow_actions`` adds the purge buttons (CSRF-protected); ``rules`` are
     the page cache's rules, to find a page from its URL (default: the book's)."""
     credentials = credentials or Credentials()
@@ -98,14 +103,16 @@ def dashboard(
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
     middleware = [Middleware(_SecurityHeaders), Middleware(AccessMiddleware, credentials)]
+    if not credentials.required:
+        middleware.insert(0, Middleware(HostCheck, allowed=allowed_hosts))
     if allow_actions:
         routes.append(
             Route("/api/actions/purge", api.endpoint(actions.purge(rules), tier), methods=["POST"])
         )
         with extra_needed("dashboard", "the dashboard's actions"):
-            from starlette_csrf.middleware import CSRFMiddleware
+            from webtier.web.dashboard.csrf import DashboardCsrf
 
-        # A secret per app: the CSRF cookie is signed, and a restart only
-        # asks the page to be reloaded before the next action.
-        middleware.append(Middleware(CSRFMiddleware, secret=secrets.token_urlsafe(32)))
+        # A secret per app: the CSRF cookie is signed, and a restart's
+        # cookie is replaced at the page's next poll.
+        middleware.append(Middleware(DashboardCsrf, secret=secrets.token_urlsafe(32)))
     return Starlette(routes=routes, middleware=middleware)

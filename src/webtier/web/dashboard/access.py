@@ -1,9 +1,12 @@
 """Who may read the dashboard: a token or HTTP basic credentials.
 
 On a loopback bind the dashboard may run open; anywhere else it refuses to
-start without credentials (:func:`check_bind`). Secrets are compared in
-constant time. A token is given as ``Authorization: Bearer <token>``, or once
-as ``?token=<token>``, which a browser then keeps in an HttpOnly cookie.
+start without credentials (:func:`check_bind`). Open, it answers only
+requests whose ``Host`` names this machine (:class:`HostCheck`): a web page
+the operator visits cannot rebind its own name to 127.0.0.1 and read it.
+Secrets are compared in constant time. A token is given as ``Authorization:
+Bearer <token>``, or once as ``?token=<token>``, which a browser then keeps
+in an HttpOnly cookie.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import base64
 import binascii
 import hmac
 import ipaddress
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from starlette.datastructures import URL, Headers, QueryParams
@@ -20,6 +24,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webtier.errors import ConfigError
+from webtier.web.sessions.adapter import header_values
+from webtier.web.sessions.cookie import is_loopback as names_this_machine
 
 COOKIE = "webtier_dashboard"
 
@@ -58,13 +64,18 @@ class Credentials:
         ok = False
         if self.token is not None:
             given = value if scheme == "bearer" else cookie or ""
-            ok |= hmac.compare_digest(given.encode(), self.token.encode())
+            ok |= _same(given, self.token)
         if self.user is not None and self.password is not None:
             user, password = _basic(value) if scheme == "basic" else ("", "")
-            same_user = hmac.compare_digest(user.encode(), self.user.encode())
-            same_password = hmac.compare_digest(password.encode(), self.password.encode())
+            same_user = _same(user, self.user)
+            same_password = _same(password, self.password)
             ok |= same_user & same_password
         return ok
+
+
+def _same(given: str, secret: str) -> bool:
+    """Whether ``given`` is ``secret``, in constant time, whatever it holds."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), secret.encode())
 
 
 def _basic(value: str) -> tuple[str, str]:
@@ -118,7 +129,8 @@ class AccessMiddleware:
         url = URL(scope=scope)
         given = QueryParams(url.query).get("token")
         token = self.credentials.token
-        if given is not None and token is not None and hmac.compare_digest(given, token):
+        # Bytes: compare_digest refuses a str with non-ASCII characters.
+        if given is not None and token is not None and _same(given, token):
             # Keep the token in a cookie and drop it from the address bar.
             response = RedirectResponse(url.remove_query_params("token"), status_code=303)
             path = scope.get("root_path", "") or "/"
@@ -126,3 +138,30 @@ class AccessMiddleware:
             return response
         challenge = {"WWW-Authenticate": 'Basic realm="webtier"'} if self.credentials.user else {}
         return PlainTextResponse("401: credentials needed", status_code=401, headers=challenge)
+
+
+class HostCheck:
+    """Answers 400 to a request whose ``Host`` is neither this machine
+    (``localhost``, a loopback address, with any port) nor one of
+    ``allowed`` (names, without port). An app open on a loopback bind needs
+    it: otherwise a page of ``evil.example`` whose name the attacker points
+    at 127.0.0.1 (DNS rebinding) reads it from the operator's browser."""
+
+    def __init__(self, app: ASGIApp, allowed: Iterable[str] = ()) -> None:
+        self.app, self.allowed = app, frozenset(name.lower().rstrip(".") for name in allowed)
+
+    def accepts(self, host: str) -> bool:
+        if names_this_machine(host):
+            return True
+        name = host[: host.rfind(":")] if host.rfind(":") > host.rfind("]") else host
+        return name.lower().rstrip(".") in self.allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        if self.accepts(header_values(scope.get("headers", []), b"host") or ""):
+            await self.app(scope, receive, send)
+            return
+        refusal = PlainTextResponse("400: this server answers to its own host names only", 400)
+        await refusal(scope, receive, send)

@@ -4,7 +4,7 @@ Every endpoint runs one reader of :mod:`webtier.overview`, a fixed
 number of round trips whatever the number of counters. Answers: 200 with
 the data, 400 for a malformed query, 404 for a counter or a context Redis
 does not know, 503 ``{"error": "Redis unreachable"}`` when it cannot be
-read (the panel says so and keeps polling).
+read within :data:`TIME_LIMIT` (the panel says so and keeps polling).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from webtier import overview
+from webtier._core.deadline import time_limit
 from webtier.aio import WebTier
 from webtier.config import ACCESS_TIME
 from webtier.errors import InvalidInput, WebtierError
@@ -24,6 +25,10 @@ from webtier.types import Summary
 
 Endpoint = Callable[[Request], Awaitable[JSONResponse]]
 UNREACHABLE = "Redis unreachable"
+# Seconds an answer may wait for Redis, its tries included (the web
+# middlewares' budget): a hung server costs a poll that, not the client's
+# socket timeouts and retries.
+TIME_LIMIT = 1.0
 
 
 class NotFound(Exception):
@@ -77,7 +82,8 @@ def endpoint(handler: Callable[[WebTier, Request], Awaitable[Any]], tier: WebTie
 
     async def answer(request: Request) -> JSONResponse:
         try:
-            body = await handler(tier, request)
+            with time_limit(TIME_LIMIT):
+                body = await handler(tier, request)
         except NotFound as missing:
             return JSONResponse({"error": str(missing)}, status_code=404)
         except InvalidInput as error:

@@ -199,7 +199,7 @@ function rows(id, records, cells, { empty = "none", wrap = [] } = {}) {
 }
 
 async function purge(body) {
-  const csrf = document.cookie.split("; ").find((c) => c.startsWith("csrftoken="));
+  const csrf = document.cookie.split("; ").find((c) => c.startsWith("webtier_dashboard_csrf="));
   const response = await fetch(new URL("api/actions/purge", BASE), {
     method: "POST",
     headers: { "Content-Type": "application/json", "x-csrftoken": csrf ? csrf.split("=")[1] : "" },
