@@ -34,7 +34,10 @@ def test_ctrl_c_stops_warm_and_prints_the_report(
     engine = stocked(sa.create_engine(f"sqlite:///{tmp_path}/shop.db"))
     with serving(redis_url, prefix, engine) as shop:
         running = loadgen(shop, "--rate", "20", "--items", "300", "--seed", "3")
-        time.sleep(3)  # started, and visiting
+        assert running.stderr is not None
+        started = running.stderr.readline()  # said once Ctrl-C stops it warm
+        assert started.startswith("loading "), started
+        time.sleep(1)  # visiting (however slow the start, the line came after it)
         running.send_signal(signal.SIGINT)
         out, err = running.communicate(timeout=60)
     assert running.returncode == 0, err

@@ -107,11 +107,12 @@ def loadgen(
     lengths = [f"{visitors} visitors"] if visitors is not None else []
     lengths += [] if duration is None else [f"at most {duration:g} s"]
     length = ", ".join(lengths) if lengths else "until Ctrl-C"
-    click.echo(f"loading {base_url}: {rate:g} visitors/s {length}", err=True)
 
     async def run() -> LoadReport:
         stop = asyncio.Event()
         with _StopOnInterrupt(stop.set):
+            # Said once Ctrl-C stops it warm: from here on it is safe to press.
+            click.echo(f"loading {base_url}: {rate:g} visitors/s {length}", err=True)
             return await drive(
                 base_url,
                 rate=rate,
