@@ -1,0 +1,208 @@
+"""Sentinel failovers under load, on a deployment of the module's own: a
+master, two replicas, three sentinels failing it over 1 s after it goes
+silent (``down-after-milliseconds 1000``).
+
+The master is killed (SIGKILL) under a stream of counter increments and
+new sessions, sync and asyncio: writes succeed again once the sentinels
+have promoted a replica, none is counted twice (a write cut off by the kill
+is ``OutcomeUnknown``, never sent again), and the time from the kill to
+the first write that succeeded after it is recorded, as are the writes
+acknowledged and then lost with the old master (replication is
+asynchronous). With every sentinel down, a client already connected keeps
+serving, and a new one says in one line that no sentinel answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import webtier
+from tests.faults.figures import Figures
+from tests.faults.harness import Ledger, Load, Loader, eventually, tally
+from tests.helpers.servers import BINARIES
+from webtier.config import Config
+from webtier.testing import RedisSentinel
+
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
+
+
+@pytest.fixture(scope="module")
+def deployment() -> Iterator[RedisSentinel]:
+    with RedisSentinel.start(BINARIES["standalone"], down_after_ms=1000) as running:
+        yield running
+
+
+class Writes:
+    """The load's writes and what their callers were told: increments of one
+    counter, and new sessions (the tokens acknowledged kept)."""
+
+    def __init__(self) -> None:
+        self.increments = Ledger()
+        self.sessions = Ledger()
+        self.tokens: list[str] = []
+
+    def record(self, tier: Any) -> str:
+        with self.increments.write():
+            tier.counters.record("hits")
+        return "ok"
+
+    def new_session(self, tier: Any) -> str:
+        with self.sessions.write():
+            token = tier.sessions.new()
+        self.tokens.append(token)
+        return "ok"
+
+    async def arecord(self, tier: Any) -> str:
+        with self.increments.write():
+            await tier.counters.record("hits")
+        return "ok"
+
+    async def anew_session(self, tier: Any) -> str:
+        with self.sessions.write():
+            token = await tier.sessions.new()
+        self.tokens.append(token)
+        return "ok"
+
+
+def loaders(api: str, url: str, config: Config, writes: Writes) -> tuple[Load, list[Any]]:
+    """The load on ``url`` through ``api``, and the clients to close after."""
+    clients: list[Any] = []
+    if api == "sync":
+        client = webtier.connect(url)
+        clients.append(client)
+        tier = webtier.WebTier(client, config)
+        return Load(
+            [
+                Loader("counters", lambda: writes.record(tier)),
+                Loader("sessions", lambda: writes.new_session(tier)),
+            ]
+        ), clients
+    made: dict[str, Any] = {}
+
+    async def setup() -> None:
+        made["client"] = webtier.connect_async(url)
+        made["tier"] = webtier.AsyncWebTier(made["client"], config)
+
+    async def teardown() -> None:
+        await made["client"].aclose()
+
+    return Load(
+        [
+            Loader("counters", astep=lambda: writes.arecord(made["tier"])),
+            Loader("sessions", astep=lambda: writes.anew_session(made["tier"])),
+        ],
+        asetup=setup,
+        ateardown=teardown,
+    ), clients
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_the_master_killed_under_writes(
+    deployment: RedisSentinel, api: str, figures: Figures
+) -> None:
+    config = Config(prefix=f"sk{api}{int(time.time() * 1000) % 10**8}")
+    writes = Writes()
+    victim = deployment.current_master()
+    load, clients = loaders(api, deployment.url, config, writes)
+    try:
+        with load:
+            load.warm(20)
+            killed = time.monotonic()
+            victim.kill()
+            recovery = load.recovered(killed, timeout=60)
+            # Some more writes on the new master, then the load stops.
+            after = {loader.name: loader.outcomes["ok"] for loader in load.loaders}
+            load.wait(
+                lambda: all(
+                    loader.outcomes["ok"] >= after[loader.name] + 20 for loader in load.loaders
+                ),
+                lambda: "the writes did not go on after the failover",
+            )
+        assert not load.errors, load.errors
+        promoted = deployment.current_master()
+        with webtier.open(deployment.url, config=config) as tier:
+            stored = eventually(lambda: sum(c for _, c in tier.counters.get("hits", 86400)))
+            alive = sum(
+                eventually(lambda t=t: tier.sessions.info(t)) is not None for t in writes.tokens
+            )
+    finally:
+        for client in clients:
+            webtier.disconnect(client)
+        deployment.restore(victim)
+    violations, losses = writes.increments.bounds(stored, "increments")
+    lost_sessions = len(writes.tokens) - alive
+    outcomes = tally(load.loaders)
+    figures.add(
+        capability=f"sentinel-{api}",
+        fault="sentinel failover",
+        recovery=recovery,
+        outcomes=outcomes,
+        invariant={
+            **{f"increments {k}": v for k, v in writes.increments.figures().items()},
+            "increments stored": stored,
+            **{f"sessions {k}": v for k, v in writes.sessions.figures().items()},
+            "sessions acknowledged, alive after": alive,
+        },
+        losses=losses,
+        notes={"down-after-milliseconds": 1000},
+    )
+    print(
+        f"\nsentinel failover ({api}): first successful write after the kill "
+        + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in recovery.items())
+        + f"; outcomes {outcomes}; increments {writes.increments.figures()}, stored {stored}"
+        + f"; sessions {writes.sessions.figures()}, {lost_sessions} acknowledged and lost"
+    )
+    assert promoted is not victim
+    assert not violations, violations  # never applied twice
+    assert alive <= len(writes.tokens)
+
+
+def record_once(url: str, config: Config) -> None:
+    with webtier.open(url, config=config) as tier:
+        tier.counters.record("hits")
+
+
+async def arecord_once(url: str, config: Config) -> None:
+    async with webtier.open_async(url, config=config) as tier:
+        await tier.counters.record("hits")
+
+
+def test_every_sentinel_down(deployment: RedisSentinel) -> None:
+    # A client already connected to the master keeps serving: the sentinels
+    # are asked only for a new connection. A new client says in one line
+    # that no sentinel answered, naming each; sync and asyncio alike.
+    config = Config(prefix=f"sd{int(time.time() * 1000) % 10**8}")
+    messages: list[str] = []
+
+    async def scenario() -> None:
+        async with webtier.open_async(deployment.url, config=config) as atier:
+            with webtier.open(deployment.url, config=config) as tier:
+                tier.counters.record("hits")
+                await atier.counters.record("hits")
+                for sentinel in deployment.sentinels:
+                    sentinel.kill()
+                tier.counters.record("hits")
+                await atier.counters.record("hits")
+                assert sum(c for _, c in tier.counters.get("hits", 86400)) == 4
+        with pytest.raises(webtier.RedisUnavailable) as raised:
+            record_once(deployment.url, config)
+        messages.append(str(raised.value))
+        with pytest.raises(webtier.RedisUnavailable) as raised:
+            await arecord_once(deployment.url, config)
+        messages.append(str(raised.value))
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for sentinel in deployment.sentinels:
+            sentinel.launch()
+        deployment.wait_healthy()
+    for message in messages:
+        assert "no sentinel gave the master of 'mymaster'" in message
+        assert all(f"127.0.0.1:{s.port}" in message for s in deployment.sentinels)
+        assert "\n" not in message
