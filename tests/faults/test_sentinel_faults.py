@@ -26,7 +26,8 @@ from tests.faults.figures import Figures
 from tests.faults.harness import Ledger, Load, Loader, eventually, tally
 from tests.helpers.servers import BINARIES
 from webtier.config import Config
-from webtier.testing import RedisSentinel
+from webtier.counters.ops import RECORD
+from webtier.testing import RedisSentinel, RedisServer
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
 
@@ -101,6 +102,26 @@ def loaders(api: str, url: str, config: Config, writes: Writes) -> tuple[Load, l
     ), clients
 
 
+def back_after(loader: Loader, killed: float) -> float | None:
+    """When the first write that succeeded after the kill's first failure
+    ended (a write answered just before the kill may end just after it)."""
+    failed = next(
+        (t for t, outcome in list(loader.events) if t >= killed and outcome != "ok"), None
+    )
+    return None if failed is None else loader.ok_since(failed)
+
+
+def until_promoted(deployment: RedisSentinel, victim: RedisServer) -> float:
+    """When (time.monotonic()) the first sentinel named another master."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        address = deployment.master_address()
+        if address is not None and address[1] != victim.port:
+            return time.monotonic()
+        time.sleep(0.01)
+    raise AssertionError("no replica was promoted within 60 s")
+
+
 @pytest.mark.parametrize("api", ["sync", "async"])
 def test_the_master_killed_under_writes(
     deployment: RedisSentinel, api: str, figures: Figures
@@ -112,9 +133,20 @@ def test_the_master_killed_under_writes(
     try:
         with load:
             load.warm(20)
+            # The replicas forget every script: the promoted one must be
+            # given them again, at the first NOSCRIPT.
+            for server in deployment.servers:
+                if server is not victim:
+                    with deployment.server_client(server, socket_timeout=5) as client:
+                        client.script_flush()
             killed = time.monotonic()
             victim.kill()
-            recovery = load.recovered(killed, timeout=60)
+            promoted_after = until_promoted(deployment, victim) - killed
+            load.wait(
+                lambda: all(back_after(loader, killed) is not None for loader in load.loaders),
+                lambda: f"the writes did not come back: {tally(load.loaders)}",
+                timeout=60,
+            )
             # Some more writes on the new master, then the load stops.
             after = {loader.name: loader.outcomes["ok"] for loader in load.loaders}
             load.wait(
@@ -124,6 +156,7 @@ def test_the_master_killed_under_writes(
                 lambda: "the writes did not go on after the failover",
             )
         assert not load.errors, load.errors
+        recovery = {loader.name: back_after(loader, killed) - killed for loader in load.loaders}
         promoted = deployment.current_master()
         with webtier.open(deployment.url, config=config) as tier:
             stored = eventually(lambda: sum(c for _, c in tier.counters.get("hits", 86400)))
@@ -149,15 +182,18 @@ def test_the_master_killed_under_writes(
             "sessions acknowledged, alive after": alive,
         },
         losses=losses,
-        notes={"down-after-milliseconds": 1000},
+        notes={"down-after-milliseconds": 1000, "promoted after ms": promoted_after * 1000},
     )
     print(
-        f"\nsentinel failover ({api}): first successful write after the kill "
+        f"\nsentinel failover ({api}): the sentinels named the new master "
+        f"{promoted_after * 1000:.0f} ms after the kill; first successful write after the kill "
         + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in recovery.items())
         + f"; outcomes {outcomes}; increments {writes.increments.figures()}, stored {stored}"
         + f"; sessions {writes.sessions.figures()}, {lost_sessions} acknowledged and lost"
     )
     assert promoted is not victim
+    with deployment.server_client(promoted, socket_timeout=5) as client:
+        assert client.script_exists(RECORD.sha) == [True]  # loaded again after NOSCRIPT
     assert not violations, violations  # never applied twice
     assert alive <= len(writes.tokens)
 
