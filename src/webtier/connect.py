@@ -65,6 +65,7 @@ from webtier._core.sentinel import (
     close_sentinels,
     connect_sentinel,
     parse_sentinel,
+    split_hosts,
 )
 from webtier._core.tls_check import AsyncTlsChecked, TlsChecked
 from webtier.config import Config
@@ -110,7 +111,7 @@ def parse(url: str, **options: Any) -> Target:
     """Check a webtier URL and split it for redis-py."""
     if not isinstance(url, str) or "://" not in url:
         raise ConfigError(f"not a Redis URL: {url!r} (e.g. redis://localhost:6379/0)")
-    scheme, rest = url.split("://", 1)
+    scheme = url.split("://", 1)[0]
     if scheme.lower() not in _SCHEMES:
         raise ConfigError(f"unknown URL scheme {scheme!r}; use one of {', '.join(_SCHEMES)}")
     kind, base = _SCHEMES[scheme.lower()]
@@ -120,21 +121,14 @@ def parse(url: str, **options: Any) -> Target:
         return Target(False, url, (), merged)
     if kind == "sentinel":
         return Target(False, url, (), merged, parse_sentinel(url, base))
-    parts = urlsplit(f"{base}://{rest}")
-    userinfo, _, hosts = parts.netloc.rpartition("@")
-    seeds = []
-    for hostport in hosts.split(","):
-        host, sep, port = hostport.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ConfigError(f"cluster seeds must be host:port, got {hostport!r} in {url!r}")
-        seeds.append((host.strip("[]"), int(port)))
+    parts, userinfo, seeds = split_hosts(url, base, "cluster seeds")
     if parts.path not in ("", "/"):
         raise ConfigError("Redis Cluster has only database 0; drop the path from the URL")
     auth = f"{userinfo}@" if userinfo else ""
     first = f"{base}://{auth}{seeds[0][0]}:{seeds[0][1]}/" + (
         f"?{parts.query}" if parts.query else ""
     )
-    return Target(True, first, tuple(seeds), merged)
+    return Target(True, first, seeds, merged)
 
 
 def connect(url: str, **options: Any) -> redis.Redis | redis.cluster.RedisCluster:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, cast
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit
 
 import redis
 from redis import exceptions as rx
@@ -47,17 +47,26 @@ class SentinelTarget:
     password: str | None
 
 
-def parse_sentinel(url: str, base: str) -> SentinelTarget:
-    """Split a ``redis+sentinel://`` (``base`` "redis") or
-    ``rediss+sentinel://`` (``base`` "rediss") URL."""
+def split_hosts(
+    url: str, base: str, what: str
+) -> tuple[SplitResult, str, tuple[tuple[str, int], ...]]:
+    """A URL naming several hosts (a cluster's seeds, the sentinels): its
+    parts as ``base://``, its credentials, and each ``host:port``."""
     parts = urlsplit(f"{base}://{url.split('://', 1)[1]}")
     userinfo, _, hosts = parts.netloc.rpartition("@")
-    sentinels = []
+    found = []
     for hostport in hosts.split(","):
         host, sep, port = hostport.rpartition(":")
         if not sep or not host or not port.isdigit():
-            raise ConfigError(f"sentinels must be host:port, got {hostport!r} in {url!r}")
-        sentinels.append((host.strip("[]"), int(port)))
+            raise ConfigError(f"{what} must be host:port, got {hostport!r} in {url!r}")
+        found.append((host.strip("[]"), int(port)))
+    return parts, userinfo, tuple(found)
+
+
+def parse_sentinel(url: str, base: str) -> SentinelTarget:
+    """Split a ``redis+sentinel://`` (``base`` "redis") or
+    ``rediss+sentinel://`` (``base`` "rediss") URL."""
+    parts, userinfo, sentinels = split_hosts(url, base, "sentinels")
     path = [p for p in parts.path.split("/") if p]
     if not path or len(path) > 2 or (len(path) == 2 and not path[1].isdigit()):
         raise ConfigError(
@@ -73,7 +82,7 @@ def parse_sentinel(url: str, base: str) -> SentinelTarget:
     first = f"{quote(sentinels[0][0])}:{sentinels[0][1]}"
     server_url = f"{base}://{auth}{first}/{db}" + (f"?{rest}" if rest else "")
     return SentinelTarget(
-        tuple(sentinels),
+        sentinels,
         service,
         server_url,
         own.get("sentinel_username") or None,
