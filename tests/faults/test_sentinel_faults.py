@@ -252,3 +252,104 @@ def test_every_sentinel_down(deployment: RedisSentinel) -> None:
         assert "no sentinel gave the master of 'mymaster'" in message
         assert all(f"127.0.0.1:{s.port}" in message for s in deployment.sentinels)
         assert "\n" not in message
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[RedisSentinel]:
+    """A deployment whose servers have a password: changing it on the master
+    cuts it off from the sentinels and the replicas (their connections are
+    closed, their new ones refused) while the connections clients already
+    hold keep working: a partition on one machine."""
+    with RedisSentinel.start(BINARIES["standalone"], password="s3rv") as running:
+        yield running
+
+
+def cut_off(deployment: RedisSentinel, master: RedisServer, side: Any) -> None:
+    side.config_set("requirepass", "partitioned")
+    for client in side.client_list():
+        if client["name"].startswith("sentinel-") or "S" in client["flags"]:
+            side.client_kill_filter(_id=client["id"])
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_a_partitioned_old_master_that_comes_back(
+    guarded: RedisSentinel, api: str, figures: Figures
+) -> None:
+    # The master is cut off from the sentinels and replicas, not from the
+    # clients' open connections: they write on to it while the sentinels
+    # promote a replica. Once the partition heals, the sentinels make the
+    # old master a replica of the new one (closing the clients' connections)
+    # and what it acknowledged in the meantime is gone: the writes Redis
+    # loses. Nothing is applied twice, and the writes go on, on the new master.
+    deployment = guarded
+    config = Config(prefix=f"sp{api}{int(time.time() * 1000) % 10**8}")
+    writes = Writes()
+    old = deployment.current_master()
+    side = deployment.server_client(old, socket_timeout=5)
+    load, clients = loaders(api, deployment.url, config, writes)
+    try:
+        with load:
+            load.warm(20)
+            before = writes.increments.acked
+            began = time.monotonic()
+            cut_off(deployment, old, side)
+            promoted_after = until_promoted(deployment, old) - began
+            healed = time.monotonic()
+            during = writes.increments.acked - before
+            side.config_set("requirepass", "s3rv")
+            load.wait(
+                lambda: side.info("replication")["role"] == "slave",
+                lambda: "the old master was never made a replica",
+                timeout=60,
+            )
+            demoted_after = time.monotonic() - healed
+            exposed = writes.increments.acked - before  # acknowledged by the old master, at most
+            after = {loader.name: loader.outcomes["ok"] for loader in load.loaders}
+            load.wait(
+                lambda: all(
+                    loader.outcomes["ok"] >= after[loader.name] + 20 for loader in load.loaders
+                ),
+                lambda: f"the writes did not go on after the partition: {tally(load.loaders)}",
+                timeout=60,
+            )
+        assert not load.errors, load.errors
+        with webtier.open(deployment.url, config=config) as tier:
+            stored = eventually(lambda: sum(c for _, c in tier.counters.get("hits", 86400)))
+            alive = sum(
+                eventually(lambda t=t: tier.sessions.info(t)) is not None for t in writes.tokens
+            )
+    finally:
+        side.close()
+        for client in clients:
+            webtier.disconnect(client)
+        deployment.wait_healthy()
+    violations, losses = writes.increments.bounds(stored, "increments")
+    lost = writes.increments.acked - stored
+    lost_sessions = len(writes.tokens) - alive
+    figures.add(
+        capability=f"sentinel-{api}",
+        fault="partitioned old master",
+        recovery={},
+        outcomes=tally(load.loaders),
+        invariant={
+            **{f"increments {k}": v for k, v in writes.increments.figures().items()},
+            "increments stored": stored,
+            "increments acknowledged until the promotion": during,
+            "sessions acknowledged, lost": lost_sessions,
+        },
+        losses=losses,
+        notes={
+            "partition s": healed - began,
+            "demoted after the heal s": demoted_after,
+            "increments acknowledged from the cut to the demotion": exposed,
+        },
+    )
+    print(
+        f"\npartitioned old master ({api}): promoted after {promoted_after * 1000:.0f} ms, "
+        f"the old master demoted {demoted_after * 1000:.0f} ms after the heal; "
+        f"increments acknowledged {writes.increments.acked} (from the cut to the promotion "
+        f"{during}, to the demotion {exposed}), stored {stored}, lost {lost}; "
+        f"unknown {writes.increments.unknown}; "
+        f"sessions acknowledged {len(writes.tokens)}, lost {lost_sessions}"
+    )
+    assert not violations, violations  # never applied twice
