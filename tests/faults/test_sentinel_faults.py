@@ -271,9 +271,18 @@ def cut_off(deployment: RedisSentinel, master: RedisServer, side: Any) -> None:
             side.client_kill_filter(_id=client["id"])
 
 
+def min_replicas(deployment: RedisSentinel, replicas: int, lag: int) -> None:
+    """``min-replicas-to-write`` and ``min-replicas-max-lag`` on every server."""
+    for server in deployment.servers:
+        with deployment.server_client(server, socket_timeout=5) as client:
+            client.config_set("min-replicas-to-write", replicas)
+            client.config_set("min-replicas-max-lag", lag)
+
+
 @pytest.mark.parametrize("api", ["sync", "async"])
+@pytest.mark.parametrize("bounded", [False, True], ids=["plain", "min-replicas-to-write"])
 def test_a_partitioned_old_master_that_comes_back(
-    guarded: RedisSentinel, api: str, figures: Figures
+    guarded: RedisSentinel, api: str, bounded: bool, figures: Figures
 ) -> None:
     # The master is cut off from the sentinels and replicas, not from the
     # clients' open connections: they write on to it while the sentinels
@@ -281,12 +290,17 @@ def test_a_partitioned_old_master_that_comes_back(
     # old master a replica of the new one (closing the clients' connections)
     # and what it acknowledged in the meantime is gone: the writes Redis
     # loses. Nothing is applied twice, and the writes go on, on the new master.
+    # With min-replicas-to-write 1 (max lag 2 s) the old master refuses
+    # writes 2 to 3 s after the cut (NOREPLICAS): webtier backs off, asks the
+    # sentinels, and follows the new master once they name it.
     deployment = guarded
     config = Config(prefix=f"sp{api}{int(time.time() * 1000) % 10**8}")
     writes = Writes()
     old = deployment.current_master()
     side = deployment.server_client(old, socket_timeout=5)
     load, clients = loaders(api, deployment.url, config, writes)
+    if bounded:
+        min_replicas(deployment, 1, 2)
     try:
         with load:
             load.warm(20)
@@ -313,6 +327,11 @@ def test_a_partitioned_old_master_that_comes_back(
                 timeout=60,
             )
         assert not load.errors, load.errors
+        # Bounded, writes are refused from the cut until they go to the new
+        # master; plain, they fail only when the demotion closes the connections.
+        recovery = {
+            loader.name: (back_after(loader, began) or began) - began for loader in load.loaders
+        }
         with webtier.open(deployment.url, config=config) as tier:
             stored = eventually(lambda: sum(c for _, c in tier.counters.get("hits", 86400)))
             alive = sum(
@@ -323,13 +342,14 @@ def test_a_partitioned_old_master_that_comes_back(
         for client in clients:
             webtier.disconnect(client)
         deployment.wait_healthy()
+        min_replicas(deployment, 0, 10)
     violations, losses = writes.increments.bounds(stored, "increments")
     lost = writes.increments.acked - stored
     lost_sessions = len(writes.tokens) - alive
     figures.add(
         capability=f"sentinel-{api}",
-        fault="partitioned old master",
-        recovery={},
+        fault="partitioned old master" + (", min-replicas-to-write 1" if bounded else ""),
+        recovery=recovery,
         outcomes=tally(load.loaders),
         invariant={
             **{f"increments {k}": v for k, v in writes.increments.figures().items()},
@@ -345,7 +365,9 @@ def test_a_partitioned_old_master_that_comes_back(
         },
     )
     print(
-        f"\npartitioned old master ({api}): promoted after {promoted_after * 1000:.0f} ms, "
+        f"\npartitioned old master ({api}, min-replicas-to-write {int(bounded)}): "
+        f"promoted after {promoted_after * 1000:.0f} ms, first write refused then "
+        f"applied after {', '.join(f'{n} {t * 1000:.0f} ms' for n, t in recovery.items())}, "
         f"the old master demoted {demoted_after * 1000:.0f} ms after the heal; "
         f"increments acknowledged {writes.increments.acked} (from the cut to the promotion "
         f"{during}, to the demotion {exposed}), stored {stored}, lost {lost}; "
