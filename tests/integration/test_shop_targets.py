@@ -1,5 +1,6 @@
 """The shop's whole journey on the other targets: Redis Cluster (the
-suite's 3+3 cluster) and PostgreSQL. Browse, add to the cart, log in (the
+suite's 3+3 cluster), Redis Sentinel (its master, 2 replicas and 3
+sentinels) and PostgreSQL. Browse, add to the cart, log in (the
 cart merged), check out, see the new stock, see the flash sale refreshed
 by the worker, log out."""
 
@@ -15,6 +16,7 @@ from tests.helpers.rows import set_stock
 from tests.helpers.servers import wait_for
 from tests.helpers.shop import STOCK, post, serving, stocked
 from webtier.demo.shop import FLASH_SALE_ITEMS, catalog
+from webtier.testing import RedisSentinel
 
 
 def journey(url: str, engine: sa.Engine) -> None:
@@ -62,4 +64,13 @@ def test_the_shop_on_redis_cluster(redis_url: str, prefix: str, database: sa.Eng
 @pytest.mark.parametrize("database", ["postgresql"], indirect=True)
 def test_the_shop_on_postgresql(redis_url: str, prefix: str, database: sa.Engine) -> None:
     with serving(redis_url, prefix, stocked(database)) as url:
+        journey(url, database)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+def test_the_shop_on_redis_sentinel(
+    sentinel: RedisSentinel, prefix: str, database: sa.Engine
+) -> None:
+    with serving(sentinel.url, prefix, stocked(database)) as url:
         journey(url, database)

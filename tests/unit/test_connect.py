@@ -4,7 +4,8 @@ import pytest
 import redis
 import redis.cluster
 
-from webtier.connect import DEFAULTS, connect, parse
+from webtier._core.mux import MuxClient
+from webtier.connect import DEFAULTS, connect, connect_async, parse
 from webtier.errors import ConfigError
 
 
@@ -49,3 +50,47 @@ def test_connect_builds_the_right_client_kind() -> None:
     # Clients connect lazily: no server is needed to build them.
     assert isinstance(connect("unix:///tmp/none.sock"), redis.Redis)
     assert isinstance(connect("redis://localhost:1/0"), redis.Redis)
+
+
+def test_sentinel_url_names_the_sentinels_the_service_and_the_database() -> None:
+    target = parse("redis+sentinel://:pw@10.0.0.1:26379,[::1]:26380/shop/3?client_name=web")
+    assert target.sentinel is not None
+    assert target.sentinel.sentinels == (("10.0.0.1", 26379), ("::1", 26380))
+    assert target.sentinel.service == "shop"
+    assert target.sentinel.server_url == "redis://:pw@10.0.0.1:26379/3?client_name=web"
+    assert (target.sentinel.username, target.sentinel.password) == (None, None)
+
+
+def test_sentinel_credentials_are_apart_from_the_servers() -> None:
+    url = "rediss+sentinel://u:pw@h:26379/shop?sentinel_username=s&sentinel_password=p%40ss"
+    target = parse(url)
+    assert target.sentinel is not None
+    assert target.sentinel.server_url == "rediss://u:pw@h:26379/0"
+    assert (target.sentinel.username, target.sentinel.password) == ("s", "p@ss")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis+sentinel://h:26379",
+        "redis+sentinel://h:26379/",
+        "redis+sentinel://h/shop",
+        "redis+sentinel://h:26379/shop/x",
+        "redis+sentinel://h:26379/shop/0/1",
+    ],
+)
+def test_bad_sentinel_urls_are_refused(url: str) -> None:
+    with pytest.raises(ConfigError):
+        parse(url)
+
+
+def test_the_sentinel_clients() -> None:
+    # Clients connect lazily: no sentinel is needed to build them.
+    client = connect("redis+sentinel://localhost:1/shop/2")
+    assert isinstance(client, redis.Redis)
+    assert client.connection_pool.connection_kwargs["db"] == 2
+    mux = connect_async("redis+sentinel://localhost:1/shop/2")
+    assert isinstance(mux, MuxClient)
+    assert mux.settings.db == 2
+    with pytest.raises(ConfigError, match="client='redis-py'"):
+        connect_async("redis+sentinel://localhost:1/shop", client="redis-py")

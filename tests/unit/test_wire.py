@@ -63,12 +63,14 @@ def test_ask_goes_to_the_named_node_after_asking() -> None:
         rx.ClusterDownError("x"),
         rx.BusyLoadingError("x"),
         rx.MasterDownError("x"),
+        rx.ResponseError("NOREPLICAS Not enough good replicas to write."),
     ],
 )
 def test_transient_refusals_back_off_then_send_again(error: Exception) -> None:
     request = write("k", ("INCR", "k"), idempotent=False)
     answers: list[Any] = [Outcome([error])]
-    answers += [None, None] if isinstance(error, rx.ClusterDownError) else [None]
+    refreshes = isinstance(error, rx.ClusterDownError) or "NOREPLICAS" in str(error)
+    answers += [None, None] if refreshes else [None]
     answers.append(Outcome([3]))
     result, seen = drive(exchange(request, POLICY), answers)
     assert result == [3]

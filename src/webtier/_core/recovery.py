@@ -70,6 +70,9 @@ _PREFIX_FIXES = {
     "CLUSTERDOWN": _Fix.BACKOFF_REFRESH,
     "MASTERDOWN": _Fix.BACKOFF,
     "LOADING": _Fix.BACKOFF,
+    # min-replicas-to-write: a master that lost its replicas (cut off, or
+    # about to be failed over) refuses the write; the master may have moved.
+    "NOREPLICAS": _Fix.BACKOFF_REFRESH,
 }
 # Redirections and reloads do not use up the retry budget, but must end.
 _MAX_REDIRECTS = 16

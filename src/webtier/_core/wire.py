@@ -6,7 +6,8 @@ cluster map, sleep) and reads the outcomes. It owns every policy about
 failures, so the sync and asyncio executors stay a few lines each:
 
 * An error reply that proves the command did not run (``MOVED``, ``ASK``,
-  ``NOSCRIPT``, ``TRYAGAIN``, ``CLUSTERDOWN``, ``LOADING``, ``READONLY``...)
+  ``NOSCRIPT``, ``TRYAGAIN``, ``CLUSTERDOWN``, ``LOADING``, ``READONLY``,
+  ``NOREPLICAS``...)
   sends that command again, after loading the script, following the
   redirection, refreshing the slot map or backing off.
 * An I/O failure before anything was written (connection refused, no node

@@ -62,7 +62,8 @@ def _checked_prefix(ctx: click.Context, param: click.Parameter, prefix: str) -> 
 @click.option(
     "--url",
     envvar="WEBTIER_REDIS_URL",
-    help="Redis to use: redis://, rediss://, unix:// or redis+cluster://host:port[,...]. "
+    help="Redis to use: redis://, rediss://, unix://, redis+cluster://host:port[,...] "
+    "or redis+sentinel://host:port[,...]/service[/db]. "
     "Default: webtier's embedded redis-server.",
 )
 @click.option(

@@ -69,6 +69,13 @@ def _wait(check: Any, what: str, timeout: float = _READY_TIMEOUT) -> None:
     raise EmbeddedServerError(f"timed out waiting for {what} (last error: {last})")
 
 
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.AuthenticationError:  # a server with a password: up all the same
+        return True
+
+
 @dataclass
 class RedisServer:
     """One redis-server process on 127.0.0.1:``port``."""
@@ -79,6 +86,7 @@ class RedisServer:
     version: tuple[int, ...]
     process: subprocess.Popen[bytes] | None = None
     extra: tuple[str, ...] = ()
+    config: Path | None = None  # a config file, read first (a sentinel's, which it rewrites)
     _owns_directory: bool = field(default=False, repr=False)
 
     @classmethod
@@ -88,8 +96,10 @@ class RedisServer:
         *args: str,
         port: int | None = None,
         directory: Path | None = None,
+        config: Path | None = None,
     ) -> RedisServer:
-        """Start a server; ``args`` are extra redis-server options."""
+        """Start a server; ``args`` are extra redis-server options, read
+        after the ``config`` file if there is one."""
         path = find_redis_server(binary)
         owns = directory is None
         directory = (
@@ -101,6 +111,7 @@ class RedisServer:
             directory,
             server_version(path),
             extra=args,
+            config=config,
             _owns_directory=owns,
         )
         server.launch()
@@ -117,6 +128,7 @@ class RedisServer:
         """(Re)start the process on the same port and directory."""
         args = [
             self.binary,
+            *([] if self.config is None else [str(self.config)]),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--dir", str(self.directory),
@@ -138,7 +150,7 @@ class RedisServer:
         )
         client = self.client(socket_timeout=1)
         try:
-            _wait(lambda: self._alive() and client.ping(), f"redis-server on port {self.port}")
+            _wait(lambda: self._alive() and _answers(client), f"redis-server on port {self.port}")
         finally:
             client.close()
 

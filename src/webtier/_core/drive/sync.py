@@ -39,6 +39,7 @@ from webtier._core.drive.shared import (
 )
 from webtier._core.protocol import Call, Command, Op, Reply, Step
 from webtier._core.redispy import checkin, checkout, pack, reply_reader
+from webtier._core.sentinel import follow_master
 from webtier._core.wire import NOT_DONE, exchange, flat, planned, settled
 from webtier.config import RetryPolicy
 from webtier.errors import ConfigError
@@ -144,11 +145,14 @@ class SyncTransport:
         if type(action) is Locate:
             return [_locate(self._cluster, route) for route in action.routes]
         if type(action) is Refresh:
-            if self._cluster is not None and (budget is None or budget.left() > 0):
-                # If the map cannot be reloaded now, the next send fails and
-                # is retried within the budget.
+            if budget is None or budget.left() > 0:
+                # If the map (or the master) cannot be found now, the next
+                # send fails and is retried within the budget.
                 with contextlib.suppress(*_UNREACHABLE):
-                    self._cluster.nodes_manager.initialize()
+                    if self._cluster is not None:
+                        self._cluster.nodes_manager.initialize()
+                    else:  # a Sentinel's master may have moved
+                        follow_master(self._pool)
             return None
         assert type(action) is Sleep
         time.sleep(_sleep_for(action.seconds, budget))

@@ -15,6 +15,7 @@ from redis import exceptions as rx
 from webtier._core.mux.dial import pack
 from webtier._core.mux.link import outcome_of
 from webtier._core.mux.node import Node
+from webtier._core.mux.sentinel import MasterFinder, MasterNode
 from webtier._core.mux.settings import Settings
 from webtier._core.mux.slots import SlotMap
 from webtier._core.protocol import Arg, Reply
@@ -47,11 +48,20 @@ class MuxClient:
     connections. Close it with :meth:`aclose`.
     """
 
-    def __init__(self, settings: Settings, seeds: tuple[tuple[str, int], ...] = ()) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        seeds: tuple[tuple[str, int], ...] = (),
+        finder: MasterFinder | None = None,
+    ) -> None:
         self.settings = settings
         self.cluster = bool(seeds)
         self._seeds = seeds
-        self.server: Node | None = None if self.cluster else Node(settings)
+        self.server: Node | None = None
+        if finder is not None:  # Sentinel: the master is wherever the sentinels say
+            self.server = MasterNode(settings, finder)
+        elif not self.cluster:
+            self.server = Node(settings)
         self._nodes: dict[str, Node] = {}
         self.slots: SlotMap | None = None
         self._loading: asyncio.Task[SlotMap] | None = None
@@ -59,6 +69,8 @@ class MuxClient:
     def __repr__(self) -> str:
         kind = "cluster" if self.cluster else "server"
         where = ",".join(f"{h}:{p}" for h, p in self._seeds) or self.settings.name
+        if isinstance(self.server, MasterNode):
+            kind, where = "sentinel", self.server.name
         return f"<MuxClient {kind} {where}>"
 
     # -- nodes -------------------------------------------------------------------------

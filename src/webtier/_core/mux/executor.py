@@ -27,6 +27,7 @@ from webtier._core.mux.client import MuxClient
 from webtier._core.mux.dial import pack
 from webtier._core.mux.link import Link, outcome_of
 from webtier._core.mux.node import Node
+from webtier._core.mux.sentinel import MasterNode
 from webtier._core.protocol import Command, Request, Step
 from webtier._core.wire import NOT_DONE, flat, planned, settled
 from webtier.config import RetryPolicy
@@ -99,6 +100,8 @@ class MuxTransport(AsyncDriver):
     async def _refresh(self) -> None:
         if self._server is None:
             await self.client.refresh()
+        elif isinstance(self._server, MasterNode):  # READONLY, or a broken send
+            await self._server.relocate(asyncio.get_running_loop())
 
     async def _mapped(self, budget: Budget | None) -> BaseException | None:
         """Reads the slot map if the client has none yet; the error if it

@@ -97,7 +97,7 @@ class Node:
             return old
         self.links[index] = None
         if old is not None:
-            _drop(old, loop)
+            drop(old, loop)
         link = await open_link(self.settings, loop)
         self.links[index] = link
         return link
@@ -107,14 +107,14 @@ class Node:
         loop = _running_loop()
         for index, link in enumerate(self.links):
             if link is not None:
-                _drop(link, loop)
+                drop(link, loop)
             self.links[index] = None
         for task in self._dialing:
             if task is not None and not task.done() and task.get_loop() is loop:
                 task.cancel()
 
 
-def _drop(link: Link, loop: asyncio.AbstractEventLoop | None) -> None:
+def drop(link: Link, loop: asyncio.AbstractEventLoop | None) -> None:
     if link.generation != generation():
         _INHERITED.append(link)
     elif link.loop is loop:

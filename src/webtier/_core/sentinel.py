@@ -1,0 +1,160 @@
+"""Redis Sentinel: the ``redis+sentinel://`` URL, and the sync client on it.
+
+``redis+sentinel://[user:password@]host:port[,host:port...]/service[/db][?query]``
+names the sentinels and the service they watch; the credentials are the
+data servers' (the master's and its replicas'), ``sentinel_username`` and
+``sentinel_password`` in the query the sentinels' own, when they have any;
+``rediss+sentinel://`` speaks TLS to both (the ``ssl_*`` options apply to
+both). The other query parameters are redis-py's, for the master's
+connections.
+
+The sync client is redis-py's (``Sentinel.master_for``): each new connection
+asks the sentinels where the master is. The executor makes it follow a
+failover (:func:`follow_master`): a ``READONLY`` reply or a broken send makes
+the wire refresh, which asks the sentinels again and closes the idle
+connections to a master that is no longer one. The asyncio side is
+:mod:`webtier._core.mux.sentinel`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit
+
+import redis
+from redis import exceptions as rx
+from redis.backoff import NoBackoff
+from redis.connection import parse_url
+from redis.retry import Retry
+from redis.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool
+
+from webtier.errors import ConfigError
+
+_SENTINEL_OWN = ("sentinel_username", "sentinel_password")
+# What the connections to the sentinels take from the master's options.
+_SHARED_PREFIXES = ("socket_connect_timeout", "socket_timeout", "ssl_")
+
+
+@dataclass(frozen=True, slots=True)
+class SentinelTarget:
+    """A parsed ``redis+sentinel://`` URL."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    server_url: str  # a redis:// URL for the master, its host still unknown
+    username: str | None  # the sentinels' credentials
+    password: str | None
+
+
+def split_hosts(
+    url: str, base: str, what: str
+) -> tuple[SplitResult, str, tuple[tuple[str, int], ...]]:
+    """A URL naming several hosts (a cluster's seeds, the sentinels): its
+    parts as ``base://``, its credentials, and each ``host:port``."""
+    parts = urlsplit(f"{base}://{url.split('://', 1)[1]}")
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    found = []
+    for hostport in hosts.split(","):
+        host, sep, port = hostport.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ConfigError(f"{what} must be host:port, got {hostport!r} in {url!r}")
+        found.append((host.strip("[]"), int(port)))
+    return parts, userinfo, tuple(found)
+
+
+def parse_sentinel(url: str, base: str) -> SentinelTarget:
+    """Split a ``redis+sentinel://`` (``base`` "redis") or
+    ``rediss+sentinel://`` (``base`` "rediss") URL."""
+    parts, userinfo, sentinels = split_hosts(url, base, "sentinels")
+    path = [p for p in parts.path.split("/") if p]
+    if not path or len(path) > 2 or (len(path) == 2 and not path[1].isdigit()):
+        raise ConfigError(
+            f"a Sentinel URL names the service, then the database: "
+            f"redis+sentinel://host:26379,host:26380/mymaster/0, got {url!r}"
+        )
+    service, db = path[0], path[1] if len(path) == 2 else "0"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    own = {k: v for k, v in query if k in _SENTINEL_OWN}
+    rest = urlencode([(k, v) for k, v in query if k not in _SENTINEL_OWN])
+    auth = f"{userinfo}@" if userinfo else ""
+    # The master's address comes from the sentinels; the first one's stands in.
+    first = f"{quote(sentinels[0][0])}:{sentinels[0][1]}"
+    server_url = f"{base}://{auth}{first}/{db}" + (f"?{rest}" if rest else "")
+    return SentinelTarget(
+        sentinels,
+        service,
+        server_url,
+        own.get("sentinel_username") or None,
+        own.get("sentinel_password"),
+    )
+
+
+def sentinel_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Of the master's connection options, those the sentinels' take too."""
+    return {k: v for k, v in options.items() if k.startswith(_SHARED_PREFIXES)}
+
+
+def connect_sentinel(target: SentinelTarget, options: dict[str, Any]) -> redis.Redis:
+    """A sync redis-py client of the master of ``target``'s service."""
+    try:
+        kwargs: dict[str, Any] = {**parse_url(target.server_url), **options}  # type: ignore[no-untyped-call]
+    except ValueError as error:
+        raise ConfigError(f"bad Sentinel URL: {error}") from error
+    for where in ("host", "port", "path"):
+        kwargs.pop(where, None)
+    tls = kwargs.pop("connection_class", None) is redis.SSLConnection or kwargs.pop("ssl", False)
+    asked = {
+        **sentinel_options(kwargs),
+        "username": target.username,
+        "password": target.password,
+        # A sentinel that is down is skipped for the next, not retried.
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if tls:
+        asked["ssl"] = True
+    sentinel = _Sentinels(list(target.sentinels), sentinel_kwargs=asked)  # type: ignore[no-untyped-call]
+    client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
+        target.service, redis_class=redis.Redis, ssl=tls, **kwargs
+    )
+    return client
+
+
+class _Sentinels(Sentinel):
+    """redis-py's Sentinel, saying in one line why no master was found."""
+
+    def discover_master(self, service_name: str) -> tuple[str, int]:
+        failures = []
+        for index, sentinel in enumerate(self.sentinels):
+            where = sentinel.connection_pool.connection_kwargs
+            name = f"{where.get('host')}:{where.get('port')}"
+            try:
+                masters: dict[str, Any] = cast(Any, sentinel).sentinel_masters()
+            except (rx.ConnectionError, rx.TimeoutError, rx.ResponseError) as error:
+                failures.append(f"{name}: {error}")
+                continue
+            state = masters.get(service_name)
+            if state is None:
+                failures.append(f"{name}: no master named {service_name!r}")
+            elif not self.check_master_state(state, service_name):  # type: ignore[no-untyped-call]
+                failures.append(f"{name}: the master is down")
+            else:  # the one that answered is asked first next time
+                self.sentinels[0], self.sentinels[index] = sentinel, self.sentinels[0]
+                return state["ip"], int(state["port"])
+        raise MasterNotFoundError(
+            f"no sentinel gave the master of {service_name!r}: {'; '.join(failures)}"
+        )
+
+
+def follow_master(pool: Any) -> None:
+    """After a ``READONLY`` reply or a broken send: ask the sentinels where
+    the master is; if it moved, the pool's idle connections close, and the
+    next ones connect to the new master. Raises what asking raises."""
+    if isinstance(pool, SentinelConnectionPool):
+        pool.get_master_address()  # type: ignore[no-untyped-call]
+
+
+def close_sentinels(pool: Any) -> None:
+    """Close the connections to the sentinels of a client :func:`connect_sentinel` made."""
+    if isinstance(pool, SentinelConnectionPool):
+        pool.sentinel_manager.close()

@@ -1,0 +1,172 @@
+"""A Sentinel deployment of real processes on loopback ports: one master,
+its replicas (``replicaof``), and ``redis-server --sentinel`` processes
+watching it (see :mod:`webtier.testing`)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from webtier.testing.redis_servers import RedisServer, _wait, free_port
+
+
+@dataclass
+class RedisSentinel:
+    """``master`` with ``replicas``, watched by ``sentinels`` under the name
+    ``service``. Which server is the master changes with each failover:
+    :meth:`current_master` asks."""
+
+    servers: list[RedisServer]  # the master first, as started
+    sentinels: list[RedisServer]
+    directory: Path
+    service: str = "mymaster"
+    password: str | None = None  # the servers' (requirepass, masterauth)
+    sentinel_password: str | None = None  # the sentinels' own
+
+    @classmethod
+    def start(
+        cls,
+        binary: str | None = None,
+        replicas: int = 2,
+        sentinels: int = 3,
+        *,
+        down_after_ms: int = 1000,
+        failover_timeout_ms: int = 3000,
+        service: str = "mymaster",
+        password: str | None = None,
+        sentinel_password: str | None = None,
+    ) -> RedisSentinel:
+        """Start the master, its replicas and the sentinels, and wait until
+        every sentinel sees every replica and every other sentinel.
+
+        ``down_after_ms``: how long the master may be silent before the
+        sentinels fail it over (a majority of them agreeing)."""
+        directory = Path(tempfile.mkdtemp(prefix="webtier-sentinel-"))
+        auth = () if password is None else ("--requirepass", password, "--masterauth", password)
+        deployment = cls([], [], directory, service, password, sentinel_password)
+        try:
+            master = RedisServer.start(binary, *auth, directory=directory)
+            deployment.servers.append(master)
+            for _ in range(replicas):
+                replicaof = ("--replicaof", "127.0.0.1", str(master.port))
+                deployment.servers.append(
+                    RedisServer.start(binary, *auth, *replicaof, directory=directory)
+                )
+            quorum = sentinels // 2 + 1
+            for _ in range(sentinels):
+                port = free_port()
+                config = directory / f"sentinel-{port}.conf"
+                lines = [
+                    f"sentinel monitor {service} 127.0.0.1 {master.port} {quorum}",
+                    f"sentinel down-after-milliseconds {service} {down_after_ms}",
+                    f"sentinel failover-timeout {service} {failover_timeout_ms}",
+                    f"sentinel parallel-syncs {service} 1",
+                ]
+                if password is not None:
+                    lines.append(f"sentinel auth-pass {service} {password}")
+                if sentinel_password is not None:
+                    lines += [
+                        f"requirepass {sentinel_password}",
+                        f"sentinel sentinel-pass {sentinel_password}",
+                    ]
+                config.write_text("\n".join(lines) + "\n")
+                deployment.sentinels.append(
+                    RedisServer.start(
+                        binary, "--sentinel", port=port, directory=directory, config=config
+                    )
+                )
+            deployment.wait_healthy()
+        except BaseException:
+            deployment.stop()
+            raise
+        return deployment
+
+    @property
+    def url(self) -> str:
+        """A webtier URL (``redis+sentinel://``) naming every sentinel."""
+        auth = "" if self.password is None else f":{self.password}@"
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        query = ""
+        if self.sentinel_password is not None:
+            query = f"?sentinel_password={self.sentinel_password}"
+        return f"redis+sentinel://{auth}{hosts}/{self.service}/0{query}"
+
+    def sentinel_client(self, sentinel: RedisServer, **options: Any) -> Any:
+        return sentinel.client(password=self.sentinel_password, **options)
+
+    def server_client(self, server: RedisServer, **options: Any) -> Any:
+        return server.client(password=self.password, **options)
+
+    def master_address(self, sentinel: RedisServer | None = None) -> tuple[str, int] | None:
+        """The master's address as one sentinel (the first alive) has it."""
+        for each in [sentinel] if sentinel is not None else self.sentinels:
+            if each.process is None or each.process.poll() is not None:
+                continue
+            with contextlib.closing(self.sentinel_client(each, socket_timeout=2)) as client:
+                found = client.execute_command("SENTINEL", "get-master-addr-by-name", self.service)
+            if found:
+                return found[0].decode(), int(found[1])
+        return None
+
+    def current_master(self) -> RedisServer:
+        """The server the sentinels name as master now."""
+        address = self.master_address()
+        assert address is not None, "no sentinel names a master"
+        return next(s for s in self.servers if s.port == address[1])
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        """Until every sentinel names the same, reachable master, sees all
+        its replicas up and every other sentinel, and every replica's link
+        to the master is up."""
+
+        def settled() -> bool:
+            masters = {self.master_address(s) for s in self.sentinels}
+            if len(masters) != 1 or None in masters:
+                return False
+            master = self.current_master()
+            for sentinel in self.sentinels:
+                with contextlib.closing(self.sentinel_client(sentinel, socket_timeout=2)) as client:
+                    state = client.sentinel_master(self.service)
+                    replicas = client.sentinel_slaves(self.service)
+                up = [r for r in replicas if not (r["is_sdown"] or r["is_odown"])]
+                if (
+                    not state["is_master"]
+                    or state["is_sdown"]
+                    or state["is_odown"]
+                    or len(up) != len(self.servers) - 1
+                    or state["num-other-sentinels"] != len(self.sentinels) - 1
+                ):
+                    return False
+            for server in self.servers:
+                if server is master:
+                    continue
+                with contextlib.closing(self.server_client(server, socket_timeout=2)) as client:
+                    info = client.info("replication")
+                if info["role"] != "slave" or info.get("master_port") != master.port:
+                    return False
+                if info.get("master_link_status") != "up":
+                    return False
+            return True
+
+        _wait(settled, "the sentinels to agree on a healthy master", timeout)
+
+    def restore(self, server: RedisServer) -> None:
+        """Start a killed server again (empty: it keeps no data) and wait
+        until the sentinels have made it a replica of the current master."""
+        server.launch()
+        self.wait_healthy()
+
+    def stop(self) -> None:
+        for server in [*self.sentinels, *self.servers]:
+            server.kill()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> RedisSentinel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

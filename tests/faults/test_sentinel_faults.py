@@ -1,0 +1,377 @@
+"""Sentinel failovers under load, on a deployment of the module's own: a
+master, two replicas, three sentinels failing it over 1 s after it goes
+silent (``down-after-milliseconds 1000``).
+
+The master is killed (SIGKILL) under a stream of counter increments and
+new sessions, sync and asyncio: writes succeed again once the sentinels
+have promoted a replica, none is counted twice (a write cut off by the kill
+is ``OutcomeUnknown``, never sent again), and the time from the kill to
+the first write that succeeded after it is recorded, as are the writes
+acknowledged and then lost with the old master (replication is
+asynchronous). The same with one sentinel of three down beforehand. With
+every sentinel down, a client already connected keeps serving, and a new
+one says in one line that no sentinel answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import webtier
+from tests.faults.figures import Figures
+from tests.faults.harness import Ledger, Load, Loader, eventually, tally
+from tests.helpers.servers import BINARIES
+from webtier.config import Config
+from webtier.counters.ops import RECORD
+from webtier.testing import RedisSentinel, RedisServer
+
+pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
+
+
+@pytest.fixture(scope="module")
+def deployment() -> Iterator[RedisSentinel]:
+    with RedisSentinel.start(BINARIES["standalone"], down_after_ms=1000) as running:
+        yield running
+
+
+class Writes:
+    """The load's writes and what their callers were told: increments of one
+    counter, and new sessions (the tokens acknowledged kept)."""
+
+    def __init__(self) -> None:
+        self.increments = Ledger()
+        self.sessions = Ledger()
+        self.tokens: list[str] = []
+
+    def record(self, tier: Any) -> str:
+        with self.increments.write():
+            tier.counters.record("hits")
+        return "ok"
+
+    def new_session(self, tier: Any) -> str:
+        with self.sessions.write():
+            token = tier.sessions.new()
+        self.tokens.append(token)
+        return "ok"
+
+    async def arecord(self, tier: Any) -> str:
+        with self.increments.write():
+            await tier.counters.record("hits")
+        return "ok"
+
+    async def anew_session(self, tier: Any) -> str:
+        with self.sessions.write():
+            token = await tier.sessions.new()
+        self.tokens.append(token)
+        return "ok"
+
+
+def loaders(api: str, url: str, config: Config, writes: Writes) -> tuple[Load, list[Any]]:
+    """The load on ``url`` through ``api``, and the clients to close after."""
+    clients: list[Any] = []
+    if api == "sync":
+        client = webtier.connect(url)
+        clients.append(client)
+        tier = webtier.WebTier(client, config)
+        return Load(
+            [
+                Loader("counters", lambda: writes.record(tier)),
+                Loader("sessions", lambda: writes.new_session(tier)),
+            ]
+        ), clients
+    made: dict[str, Any] = {}
+
+    async def setup() -> None:
+        made["client"] = webtier.connect_async(url)
+        made["tier"] = webtier.AsyncWebTier(made["client"], config)
+
+    async def teardown() -> None:
+        await made["client"].aclose()
+
+    return Load(
+        [
+            Loader("counters", astep=lambda: writes.arecord(made["tier"])),
+            Loader("sessions", astep=lambda: writes.anew_session(made["tier"])),
+        ],
+        asetup=setup,
+        ateardown=teardown,
+    ), clients
+
+
+def back_after(loader: Loader, killed: float) -> float | None:
+    """When the first write that succeeded after the kill's first failure
+    ended (a write answered just before the kill may end just after it)."""
+    failed = next(
+        (t for t, outcome in list(loader.events) if t >= killed and outcome != "ok"), None
+    )
+    return None if failed is None else loader.ok_since(failed)
+
+
+def until_promoted(deployment: RedisSentinel, victim: RedisServer) -> float:
+    """When (time.monotonic()) the first sentinel named another master."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        address = deployment.master_address()
+        if address is not None and address[1] != victim.port:
+            return time.monotonic()
+        time.sleep(0.01)
+    raise AssertionError("no replica was promoted within 60 s")
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+@pytest.mark.parametrize("sentinels_down", [0, 1], ids=["three-sentinels", "one-sentinel-down"])
+def test_the_master_killed_under_writes(
+    deployment: RedisSentinel, api: str, sentinels_down: int, figures: Figures
+) -> None:
+    # With one sentinel down, the two left are still a majority: they fail
+    # the master over, and clients skip the dead one (the first named).
+    config = Config(prefix=f"sk{api}{int(time.time() * 1000) % 10**8}")
+    writes = Writes()
+    victim = deployment.current_master()
+    down = deployment.sentinels[:sentinels_down]
+    for sentinel in down:
+        sentinel.kill()
+    load, clients = loaders(api, deployment.url, config, writes)
+    try:
+        with load:
+            load.warm(20)
+            # The replicas forget every script: the promoted one must be
+            # given them again, at the first NOSCRIPT.
+            for server in deployment.servers:
+                if server is not victim:
+                    with deployment.server_client(server, socket_timeout=5) as client:
+                        client.script_flush()
+            killed = time.monotonic()
+            victim.kill()
+            promoted_after = until_promoted(deployment, victim) - killed
+            load.wait(
+                lambda: all(back_after(loader, killed) is not None for loader in load.loaders),
+                lambda: f"the writes did not come back: {tally(load.loaders)}",
+                timeout=60,
+            )
+            # Some more writes on the new master, then the load stops.
+            after = {loader.name: loader.outcomes["ok"] for loader in load.loaders}
+            load.wait(
+                lambda: all(
+                    loader.outcomes["ok"] >= after[loader.name] + 20 for loader in load.loaders
+                ),
+                lambda: "the writes did not go on after the failover",
+            )
+        assert not load.errors, load.errors
+        recovery = {loader.name: back_after(loader, killed) - killed for loader in load.loaders}
+        promoted = deployment.current_master()
+        with webtier.open(deployment.url, config=config) as tier:
+            stored = eventually(lambda: sum(c for _, c in tier.counters.get("hits", 86400)))
+            alive = sum(
+                eventually(lambda t=t: tier.sessions.info(t)) is not None for t in writes.tokens
+            )
+    finally:
+        for client in clients:
+            webtier.disconnect(client)
+        for sentinel in down:
+            sentinel.launch()
+        deployment.restore(victim)
+    violations, losses = writes.increments.bounds(stored, "increments")
+    lost_sessions = len(writes.tokens) - alive
+    outcomes = tally(load.loaders)
+    figures.add(
+        capability=f"sentinel-{api}",
+        fault="sentinel failover" + (f", {sentinels_down} sentinel down" if down else ""),
+        recovery=recovery,
+        outcomes=outcomes,
+        invariant={
+            **{f"increments {k}": v for k, v in writes.increments.figures().items()},
+            "increments stored": stored,
+            **{f"sessions {k}": v for k, v in writes.sessions.figures().items()},
+            "sessions acknowledged, alive after": alive,
+        },
+        losses=losses,
+        notes={"down-after-milliseconds": 1000, "promoted after ms": promoted_after * 1000},
+    )
+    print(
+        f"\nsentinel failover ({api}, {len(deployment.sentinels) - sentinels_down} sentinels): "
+        "the sentinels named the new master "
+        f"{promoted_after * 1000:.0f} ms after the kill; first successful write after the kill "
+        + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in recovery.items())
+        + f"; outcomes {outcomes}; increments {writes.increments.figures()}, stored {stored}"
+        + f"; sessions {writes.sessions.figures()}, {lost_sessions} acknowledged and lost"
+    )
+    assert promoted is not victim
+    with deployment.server_client(promoted, socket_timeout=5) as client:
+        assert client.script_exists(RECORD.sha) == [True]  # loaded again after NOSCRIPT
+    assert not violations, violations  # never applied twice
+    assert alive <= len(writes.tokens)
+
+
+def record_once(url: str, config: Config) -> None:
+    with webtier.open(url, config=config) as tier:
+        tier.counters.record("hits")
+
+
+async def arecord_once(url: str, config: Config) -> None:
+    async with webtier.open_async(url, config=config) as tier:
+        await tier.counters.record("hits")
+
+
+def test_every_sentinel_down(deployment: RedisSentinel) -> None:
+    # A client already connected to the master keeps serving: the sentinels
+    # are asked only for a new connection. A new client says in one line
+    # that no sentinel answered, naming each; sync and asyncio alike.
+    config = Config(prefix=f"sd{int(time.time() * 1000) % 10**8}")
+    messages: list[str] = []
+
+    async def scenario() -> None:
+        async with webtier.open_async(deployment.url, config=config) as atier:
+            with webtier.open(deployment.url, config=config) as tier:
+                tier.counters.record("hits")
+                await atier.counters.record("hits")
+                for sentinel in deployment.sentinels:
+                    sentinel.kill()
+                tier.counters.record("hits")
+                await atier.counters.record("hits")
+                assert sum(c for _, c in tier.counters.get("hits", 86400)) == 4
+        with pytest.raises(webtier.RedisUnavailable) as raised:
+            record_once(deployment.url, config)
+        messages.append(str(raised.value))
+        with pytest.raises(webtier.RedisUnavailable) as raised:
+            await arecord_once(deployment.url, config)
+        messages.append(str(raised.value))
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        for sentinel in deployment.sentinels:
+            sentinel.launch()
+        deployment.wait_healthy()
+    for message in messages:
+        assert "no sentinel gave the master of 'mymaster'" in message
+        assert all(f"127.0.0.1:{s.port}" in message for s in deployment.sentinels)
+        assert "\n" not in message
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[RedisSentinel]:
+    """A deployment whose servers have a password: changing it on the master
+    cuts it off from the sentinels and the replicas (their connections are
+    closed, their new ones refused) while the connections clients already
+    hold keep working: a partition on one machine."""
+    with RedisSentinel.start(BINARIES["standalone"], password="s3rv") as running:
+        yield running
+
+
+def cut_off(deployment: RedisSentinel, master: RedisServer, side: Any) -> None:
+    side.config_set("requirepass", "partitioned")
+    for client in side.client_list():
+        if client["name"].startswith("sentinel-") or "S" in client["flags"]:
+            side.client_kill_filter(_id=client["id"])
+
+
+def min_replicas(deployment: RedisSentinel, replicas: int, lag: int) -> None:
+    """``min-replicas-to-write`` and ``min-replicas-max-lag`` on every server."""
+    for server in deployment.servers:
+        with deployment.server_client(server, socket_timeout=5) as client:
+            client.config_set("min-replicas-to-write", replicas)
+            client.config_set("min-replicas-max-lag", lag)
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+@pytest.mark.parametrize("bounded", [False, True], ids=["plain", "min-replicas-to-write"])
+def test_a_partitioned_old_master_that_comes_back(
+    guarded: RedisSentinel, api: str, bounded: bool, figures: Figures
+) -> None:
+    # The master is cut off from the sentinels and replicas, not from the
+    # clients' open connections: they write on to it while the sentinels
+    # promote a replica. Once the partition heals, the sentinels make the
+    # old master a replica of the new one (closing the clients' connections)
+    # and what it acknowledged in the meantime is gone: the writes Redis
+    # loses. Nothing is applied twice, and the writes go on, on the new master.
+    # With min-replicas-to-write 1 (max lag 2 s) the old master refuses
+    # writes 2 to 3 s after the cut (NOREPLICAS): webtier backs off, asks the
+    # sentinels, and follows the new master once they name it.
+    deployment = guarded
+    config = Config(prefix=f"sp{api}{int(time.time() * 1000) % 10**8}")
+    writes = Writes()
+    old = deployment.current_master()
+    side = deployment.server_client(old, socket_timeout=5)
+    load, clients = loaders(api, deployment.url, config, writes)
+    if bounded:
+        min_replicas(deployment, 1, 2)
+    try:
+        with load:
+            load.warm(20)
+            before = writes.increments.acked
+            began = time.monotonic()
+            cut_off(deployment, old, side)
+            promoted_after = until_promoted(deployment, old) - began
+            healed = time.monotonic()
+            during = writes.increments.acked - before
+            side.config_set("requirepass", "s3rv")
+            load.wait(
+                lambda: side.info("replication")["role"] == "slave",
+                lambda: "the old master was never made a replica",
+                timeout=60,
+            )
+            demoted_after = time.monotonic() - healed
+            exposed = writes.increments.acked - before  # acknowledged by the old master, at most
+            after = {loader.name: loader.outcomes["ok"] for loader in load.loaders}
+            load.wait(
+                lambda: all(
+                    loader.outcomes["ok"] >= after[loader.name] + 20 for loader in load.loaders
+                ),
+                lambda: f"the writes did not go on after the partition: {tally(load.loaders)}",
+                timeout=60,
+            )
+        assert not load.errors, load.errors
+        # Bounded, writes are refused from the cut until they go to the new
+        # master; plain, they fail only when the demotion closes the connections.
+        recovery = {
+            loader.name: (back_after(loader, began) or began) - began for loader in load.loaders
+        }
+        with webtier.open(deployment.url, config=config) as tier:
+            stored = eventually(lambda: sum(c for _, c in tier.counters.get("hits", 86400)))
+            alive = sum(
+                eventually(lambda t=t: tier.sessions.info(t)) is not None for t in writes.tokens
+            )
+    finally:
+        side.close()
+        for client in clients:
+            webtier.disconnect(client)
+        deployment.wait_healthy()
+        min_replicas(deployment, 0, 10)
+    violations, losses = writes.increments.bounds(stored, "increments")
+    lost = writes.increments.acked - stored
+    lost_sessions = len(writes.tokens) - alive
+    figures.add(
+        capability=f"sentinel-{api}",
+        fault="partitioned old master" + (", min-replicas-to-write 1" if bounded else ""),
+        recovery=recovery,
+        outcomes=tally(load.loaders),
+        invariant={
+            **{f"increments {k}": v for k, v in writes.increments.figures().items()},
+            "increments stored": stored,
+            "increments acknowledged until the promotion": during,
+            "sessions acknowledged, lost": lost_sessions,
+        },
+        losses=losses,
+        notes={
+            "partition s": healed - began,
+            "demoted after the heal s": demoted_after,
+            "increments acknowledged from the cut to the demotion": exposed,
+        },
+    )
+    print(
+        f"\npartitioned old master ({api}, min-replicas-to-write {int(bounded)}): "
+        f"promoted after {promoted_after * 1000:.0f} ms, first write refused then "
+        f"applied after {', '.join(f'{n} {t * 1000:.0f} ms' for n, t in recovery.items())}, "
+        f"the old master demoted {demoted_after * 1000:.0f} ms after the heal; "
+        f"increments acknowledged {writes.increments.acked} (from the cut to the promotion "
+        f"{during}, to the demotion {exposed}), stored {stored}, lost {lost}; "
+        f"unknown {writes.increments.unknown}; "
+        f"sessions acknowledged {len(writes.tokens)}, lost {lost_sessions}"
+    )
+    assert not violations, violations  # never applied twice

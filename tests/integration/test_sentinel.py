@@ -1,0 +1,177 @@
+"""Redis Sentinel (``redis+sentinel://``): the master found through the
+sentinels, sync and asyncio, with the servers' and the sentinels' passwords;
+a replica that answers ``READONLY`` left for the master the sentinels name;
+no sentinel, or no such service, said in one line. The capabilities
+themselves run on the ``sentinel`` target with the other matrix tests;
+failovers are in tests/faults/test_sentinel_faults.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from redis.sentinel import SentinelConnectionPool
+
+import webtier
+from tests.helpers.cli import webtier_cli
+from tests.helpers.servers import BINARIES
+from webtier._core.mux import MuxClient
+from webtier._core.mux.settings import settings_from
+from webtier.testing import RedisSentinel, RedisServer, free_port
+
+pytestmark = pytest.mark.anyio
+APIS = pytest.mark.parametrize("api", ["sync", "async"])
+
+
+async def recorded(url: str, api: str, config: webtier.Config, times: int = 3) -> int:
+    """Record a counter ``times`` through a tier on ``url``; its total."""
+    if api == "sync":
+        with webtier.open(url, config=config) as tier:
+            for _ in range(times):
+                tier.counters.record("hits")
+            return sum(count for _, count in tier.counters.get("hits", 86400))
+    async with webtier.open_async(url, config=config) as atier:
+        for _ in range(times):
+            await atier.counters.record("hits")
+        return sum(count for _, count in await atier.counters.get("hits", 86400))
+
+
+def keys_on(deployment: RedisSentinel, server: RedisServer, prefix: str) -> list[bytes]:
+    with contextlib.closing(deployment.server_client(server, socket_timeout=5)) as client:
+        return list(client.scan_iter(match=f"{prefix}:*"))
+
+
+@APIS
+async def test_the_tier_writes_to_the_master_the_sentinels_name(
+    sentinel: RedisSentinel, api: str, config: webtier.Config
+) -> None:
+    assert await recorded(sentinel.url, api, config) == 3
+    master = sentinel.current_master()
+    assert keys_on(sentinel, master, config.prefix)
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[RedisSentinel]:
+    """A master and a sentinel, each with a password of its own."""
+    with RedisSentinel.start(
+        BINARIES["standalone"], replicas=0, sentinels=1, password="s3rv", sentinel_password="s3nt"
+    ) as running:
+        yield running
+
+
+@pytest.mark.slow  # a deployment of its own
+@APIS
+async def test_the_servers_and_the_sentinels_passwords(
+    guarded: RedisSentinel, api: str, config: webtier.Config
+) -> None:
+    assert await recorded(guarded.url, api, config) == 3
+    wrong = guarded.url.replace("sentinel_password=s3nt", "sentinel_password=nope")
+    with pytest.raises(webtier.RedisUnavailable, match="no sentinel gave the master"):
+        await recorded(wrong, api, config)
+    wrong = guarded.url.replace(":s3rv@", ":nope@")
+    with pytest.raises(webtier.RedisUnavailable, match=r"credentials|WRONGPASS|invalid"):
+        await recorded(wrong, api, config)
+
+
+@APIS
+async def test_no_sentinel_answering_is_one_clear_line(api: str, config: webtier.Config) -> None:
+    ports = [free_port(), free_port()]
+    url = f"redis+sentinel://127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}/mymaster/0"
+    with pytest.raises(webtier.RedisUnavailable) as raised:
+        await recorded(url, api, config)
+    message = str(raised.value)
+    assert "no sentinel gave the master of 'mymaster'" in message
+    assert all(f"127.0.0.1:{port}" in message for port in ports)
+    assert "\n" not in message
+
+
+@APIS
+async def test_a_service_the_sentinels_do_not_watch(
+    sentinel: RedisSentinel, api: str, config: webtier.Config
+) -> None:
+    url = sentinel.url.replace(f"/{sentinel.service}/", "/nosuchservice/")
+    with pytest.raises(webtier.RedisUnavailable, match="no master named 'nosuchservice'"):
+        await recorded(url, api, config)
+
+
+class Pointing:
+    """Where the master is, as a sentinel that is behind would say: the
+    addresses given in turn, the last one from then on."""
+
+    service = "mymaster"
+
+    def __init__(self, *addresses: tuple[str, int]) -> None:
+        self.addresses = list(addresses)
+        self.asked = 0
+
+    def next(self) -> tuple[str, int]:
+        self.asked += 1
+        return self.addresses.pop(0) if len(self.addresses) > 1 else self.addresses[0]
+
+    async def master(self, loop: asyncio.AbstractEventLoop) -> tuple[str, int]:
+        return self.next()
+
+    def discover_master(self, service: str) -> tuple[str, int]:
+        return self.next()
+
+    def close(self) -> None:
+        pass
+
+
+def replica_and_master(deployment: RedisSentinel) -> tuple[tuple[str, int], tuple[str, int]]:
+    master = deployment.current_master()
+    replica = next(s for s in deployment.servers if s is not master)
+    return ("127.0.0.1", replica.port), ("127.0.0.1", master.port)
+
+
+async def test_a_replica_answering_readonly_is_left_for_the_master_async(
+    sentinel: RedisSentinel, config: webtier.Config
+) -> None:
+    # The first answer names a replica (a sentinel behind a failover): the
+    # write is refused there (READONLY, so not applied), the sentinels are
+    # asked again, and the write is applied once, on the master.
+    from webtier._core.mux.sentinel import MasterNode
+
+    pointing = Pointing(*replica_and_master(sentinel))
+    client = MuxClient(settings_from("redis://127.0.0.1:1/0", {}))
+    client.server = MasterNode(client.settings, pointing)  # type: ignore[arg-type]
+    tier = webtier.AsyncWebTier(client, config)
+    try:
+        await tier.counters.record("hits")
+        assert sum(count for _, count in await tier.counters.get("hits", 86400)) == 1
+    finally:
+        await client.aclose()
+    assert pointing.asked == 2
+
+
+def test_a_replica_answering_readonly_is_left_for_the_master_sync(
+    sentinel: RedisSentinel, config: webtier.Config
+) -> None:
+    pointing = Pointing(*replica_and_master(sentinel))
+    pool = SentinelConnectionPool("mymaster", pointing)  # type: ignore[no-untyped-call]
+    client = redis.Redis.from_pool(pool)
+    tier = webtier.WebTier(client, config)
+    try:
+        tier.counters.record("hits")
+        assert sum(count for _, count in tier.counters.get("hits", 86400)) == 1
+    finally:
+        client.close()
+    assert pointing.asked >= 2
+
+
+def test_the_command_line_on_sentinel(
+    sentinel: RedisSentinel, prefix: str, monkeypatch: Any
+) -> None:
+    with webtier.open(sentinel.url, config=webtier.Config(prefix=prefix)) as tier:
+        tier.counters.record("hits:/")
+    ran = webtier_cli("--url", sentinel.url, "--prefix", prefix, "counters", "list")
+    assert ran.code == 0, ran.stderr
+    assert "hits:/" in ran.stdout
+    monkeypatch.setenv("WEBTIER_REDIS_URL", sentinel.url)
+    ran = webtier_cli("--prefix", prefix, "counters", "list")
+    assert ran.code == 0, ran.stderr
+    assert "hits:/" in ran.stdout
