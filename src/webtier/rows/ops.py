@@ -42,7 +42,7 @@ from webtier._core.protocol import (
 )
 from webtier._core.scripts import Script
 from webtier.config import Config, RowSettings
-from webtier.errors import SourceError
+from webtier.errors import SourceConflict, SourceError
 from webtier.rows.codec import decode, encode
 from webtier.rows.source import Source, check_source
 from webtier.types import RowStatus
@@ -153,6 +153,29 @@ def _fill(cfg: Config, shard: RowShard, key: str, mode: str) -> Request:
     return write(shard.route, call, idempotent=True)
 
 
+# -- the source's origin -------------------------------------------------------------
+
+
+def check_origin(cfg: Config, source: Source) -> Op[None]:
+    """Record where ``source`` reads its rows beside its cache, or find it
+    recorded: the first use of a source under a prefix (once per process).
+    A source of the same name that read another database would otherwise
+    serve, and refresh, the other's cached rows as its own."""
+    origin = check_source(source).origin()
+    if origin is None or cfg.keys.prefix in source.checked_prefixes:
+        return
+    route, key = cfg.keys.row_origin(source.name)
+    # Sent twice, the SET finds its own value and the GET reads it again.
+    (_, recorded) = yield write(route, ("SET", key, origin, "NX"), ("GET", key), idempotent=True)
+    if recorded is not None and text(recorded) != origin:
+        raise SourceConflict(
+            f"row source {source.name!r} reads {origin}, but its cache holds rows of "
+            f"{text(recorded)}: give this source another name (if that database moved "
+            f"here, delete the key {key})"
+        )
+    source.checked_prefixes.add(cfg.keys.prefix)
+
+
 # -- the schedule ---------------------------------------------------------------------
 
 
@@ -163,6 +186,7 @@ def schedule(cfg: Config, source: Source, row_id: object, delay: float) -> Op[bo
     Returns whether the row was newly scheduled."""
     key = check_source(source).key(row_id)
     ms = _delay_ms(delay)
+    yield from check_origin(cfg, source)
     shard = _shard(cfg, source, key)
     keys = (shard.due, shard.delay, shard.fill, shard.lease, shard.fail, shard.row(key))
     (added,) = yield write(shard.route, ScriptCall(SCHEDULE, keys, (key, ms)), idempotent=True)
@@ -205,6 +229,7 @@ def get(
     miss reads the row from the database and caches it; concurrent readers
     of the same missing row wait for that one load (single flight)."""
     key = check_source(source).key(row_id)
+    yield from check_origin(cfg, source)
     shard = _shard(cfg, source, key)
     (copy,) = yield read(shard.route, ("GET", shard.row(key)))
     if copy is not None or not load:
@@ -221,6 +246,7 @@ def get_many(
     however many missed), each under the single flight :func:`get` keeps."""
     check_source(source)
     wanted = {row_id: source.key(row_id) for row_id in check_list("row_ids", row_ids)}
+    yield from check_origin(cfg, source)
     groups: dict[RowShard, list[str]] = defaultdict(list)
     for key in dict.fromkeys(wanted.values()):
         groups[_shard(cfg, source, key)].append(key)
@@ -360,6 +386,7 @@ def invalidate(cfg: Config, source: Source, row_id: object) -> Op[bool]:
     off loads in flight, and make it due now if it is scheduled. Call it
     after your transaction commits. Returns whether a copy was dropped."""
     key = check_source(source).key(row_id)
+    yield from check_origin(cfg, source)
     (dropped,) = yield _invalidate(_shard(cfg, source, key), key)
     return bool(dropped)
 
@@ -373,6 +400,7 @@ def refresh_now(cfg: Config, source: Source, row_id: object) -> Op[dict[str, Any
     copy is dropped (it is stale) and :class:`~webtier.errors.SourceError`
     is raised."""
     key = check_source(source).key(row_id)
+    yield from check_origin(cfg, source)
     shard = _shard(cfg, source, key)
     (reply,) = yield _fill(cfg, shard, key, "force")
     return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "n"))
