@@ -70,7 +70,7 @@ BOUNDED: dict[str, str] = {
     "row schedule": "one entry per row scheduled, until unscheduled or deleted in the database",
     "row delays": "one entry per row scheduled, until unscheduled or deleted in the database",
     "row copy": "a scheduled row's copy (checked: the row is in its schedule), one per row",
-    "row source origin": "one short string per row source name, written at its first use",
+    "row source origin": "one short string per row source name, once its first rows are stored",
     "deployment settings": "one short string per prefix, which outlives the keys it describes",
 }
 

@@ -704,14 +704,14 @@ def test_a_warming_job_checks_what_it_is_given(database: sa.Engine) -> None:
 # -- a source's origin ------------------------------------------------------------------
 
 
-def user_inventory(path: Any, stock: int) -> SqlSource:
+def user_inventory(path: Any, stock: int, name: str = "inventory") -> SqlSource:
     """The README's example: a table of the user's own, named ``inventory``."""
     engine = sa.create_engine(f"sqlite:///{path}")
     with engine.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE inventory (item_id INTEGER PRIMARY KEY, stock INT)")
         conn.exec_driver_sql(f"INSERT INTO inventory VALUES (42, {stock})")
     engine.dispose()
-    return SqlSource("inventory", "inventory", key="item_id", database=f"sqlite:///{path}")
+    return SqlSource(name, "inventory", key="item_id", database=f"sqlite:///{path}")
 
 
 @pytest.mark.matrix
@@ -743,6 +743,17 @@ async def test_a_source_of_the_same_name_on_another_database_is_refused(
         "inventory", "inventory", key="item_id", database=f"sqlite:///{tmp_path}/./mine.db"
     )
     assert await tier.rows.get(again, 42) == {"item_id": 42, "stock": 3}
+
+
+@sqlite_only
+async def test_a_database_that_gave_no_row_holds_no_name(
+    tier: Any, database: sa.Engine, tmp_path: Any
+) -> None:
+    typo = SqlSource("mine", "inventory", key="item_id", database=f"sqlite:///{tmp_path}/nosuch.db")
+    with pytest.raises(SourceError, match="not found"):
+        await tier.rows.get(typo, 42, load=True)
+    fixed = user_inventory(tmp_path / "mine.db", stock=3, name="mine")
+    assert await tier.rows.get(fixed, 42, load=True) == {"item_id": 42, "stock": 3}
 
 
 @pytest.mark.matrix

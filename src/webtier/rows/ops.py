@@ -156,18 +156,25 @@ def _fill(cfg: Config, shard: RowShard, key: str, mode: str) -> Request:
 # -- the source's origin -------------------------------------------------------------
 
 
-def check_origin(cfg: Config, source: Source) -> Op[None]:
-    """Record where ``source`` reads its rows beside its cache, or find it
-    recorded: the first use of a source under a prefix (once per process).
-    A source of the same name that read another database would otherwise
-    serve, and refresh, the other's cached rows as its own."""
+def check_origin(cfg: Config, source: Source, *, record: bool = False) -> Op[None]:
+    """Refuse ``source`` if another database's rows are cached under its
+    name: checked until found recorded (then once per process and prefix).
+    ``record``: a load from ``source`` found rows, about to be stored, so
+    its origin is recorded if none is; a database that never gave a row (a
+    typo in its path, say) holds no name."""
     origin = check_source(source).origin()
     if origin is None or cfg.keys.prefix in source.checked_prefixes:
         return
     route, key = cfg.keys.row_origin(source.name)
-    # Sent twice, the SET finds its own value and the GET reads it again.
-    (_, recorded) = yield write(route, ("SET", key, origin, "NX"), ("GET", key), idempotent=True)
-    if recorded is not None and text(recorded) != origin:
+    if record:
+        # Sent twice, the SET finds its own value and the GET reads it again.
+        reply = yield write(route, ("SET", key, origin, "NX"), ("GET", key), idempotent=True)
+    else:
+        reply = yield read(route, ("GET", key))
+    recorded = reply[-1]
+    if recorded is None:
+        return
+    if text(recorded) != origin:
         raise SourceConflict(
             f"row source {source.name!r} reads {origin}, but its cache holds rows of "
             f"{text(recorded)}: give this source another name (if that database moved "
@@ -371,6 +378,8 @@ def _load_one(
         raise SourceError(
             f"{source.name}: loading row {key!r} failed: {first_line(error)}"
         ) from error
+    if data:
+        yield from check_origin(cfg, source, record=True)
     yield store_request(cfg, shard, [(key, ticket, mode, data)])
     # A refused store means a newer load or a change came meanwhile; what
     # this load read is still at least as new as the call, so the caller

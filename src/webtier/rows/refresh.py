@@ -187,6 +187,8 @@ def _refresh_chunk(cfg: Config, source: Source, chunk: list[_Claim], tally: _Tal
         yield from _give_back(cfg, unstorable, tally)
     if not stores:
         return
+    if any(data for entries in stores.values() for *_, data in entries):
+        yield from check_origin(cfg, source, record=True)
     replies = yield tuple(store_request(cfg, shard, entries) for shard, entries in stores.items())
     for (results,) in replies:
         for result in results:
