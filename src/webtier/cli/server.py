@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from webtier.cli.shared import SharedOptions, confirm, pass_options
+from webtier.cli.shared import SharedOptions, confirm_deletion, deletes, pass_options
 from webtier.cli.signals import stop_on_signals
 from webtier.embedded import EmbeddedRedis, default_data_dir, stop_server
 from webtier.embedded.status import server_status
@@ -97,19 +97,21 @@ def stop(options: SharedOptions) -> None:
 
 
 @click.command()
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@deletes
 @pass_options
-def reset(options: SharedOptions, yes: bool) -> None:
+def reset(options: SharedOptions, yes: bool, dry_run: bool) -> None:
     """Empty the embedded redis-server (never a --url server)."""
-    data_dir = data_dir_of(options)
-    confirm(f"Delete all the data of the embedded redis-server in {data_dir}?", yes)
     import redis
 
+    data_dir = data_dir_of(options)
     embedded = joined(options)
     try:
         client = redis.Redis.from_url(embedded.url)
         try:
             keys = client.dbsize()
+            what = f"all {keys:,} keys of the embedded redis-server in {data_dir}, of every prefix"
+            if not confirm_deletion(what, yes=yes, dry_run=dry_run):
+                return
             client.flushall()
         finally:
             client.close()
