@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from webtier.cli.output import json_option, print_json
 from webtier.cli.shared import SharedOptions, confirm_deletion, deletes, pass_options
 from webtier.cli.signals import stop_on_signals
 from webtier.embedded import EmbeddedRedis, default_data_dir, stop_server
@@ -75,12 +76,28 @@ def server(ctx: click.Context, port: int) -> None:
 
 
 @server.command()
+@json_option
 @pass_options
-def status(options: SharedOptions) -> None:
-    """Whether the embedded server runs: pid, socket, port, data, clients, memory."""
+def status(options: SharedOptions, as_json: bool) -> None:
+    """Whether the embedded server runs: pid, socket, port, data, clients,
+    memory (exit status 1 if it does not run)."""
     found = server_status(data_dir_of(options))
-    for line in found.lines():
-        click.echo(line)
+    if as_json:
+        print_json(
+            {
+                "running": found.running,
+                "data_dir": str(found.data_dir),
+                "socket": str(found.socket_path),
+                "pid": found.pid,
+                "tcp_port": found.port or None,
+                "connections": found.clients,
+                "webtier_processes": found.users,
+                "memory_human": found.memory or None,
+            }
+        )
+    else:
+        for line in found.lines():
+            click.echo(line)
     if not found.running:
         sys.exit(1)
 

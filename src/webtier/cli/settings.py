@@ -9,11 +9,11 @@ settings are wrong, unreadable or of another webtier gets out of it.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 
 import click
 
+from webtier.cli.output import json_option, print_json
 from webtier.cli.shared import SharedOptions, confirm, confirm_deletion, deletes, pass_options
 from webtier.config import Config
 from webtier.connect import open as open_tier
@@ -42,7 +42,7 @@ def settings() -> None:
 
 
 @settings.command("show")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+@json_option
 @pass_options
 def settings_show(options: SharedOptions, as_json: bool) -> None:
     """The settings stored by the deployment's first writer."""
@@ -55,7 +55,7 @@ def settings_show(options: SharedOptions, as_json: bool) -> None:
             "version": None if found is None else found.version,
             "settings": None if found is None else found.values,
         }
-        click.echo(json.dumps(document, sort_keys=True))
+        print_json(document)
         return
     if found is None:
         click.echo(
