@@ -8,7 +8,6 @@ with an address is checked too.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import socket
@@ -22,6 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
+
+from tests.helpers.cli import fresh_machine, read_until
 
 PRINTED_URL = re.compile(r"\b(?:https?|redis|unix)://[^\s'\"]+")
 
@@ -58,28 +59,16 @@ def _get(url: str) -> httpx.Response:
 def running(*args: str, until: str, tmp_path: Path) -> Iterator[str]:
     """``webtier *args`` running until the end of the block (then Ctrl-C),
     yielding what it printed up to and including the line with ``until``."""
-    env = {
-        **os.environ,
-        "XDG_DATA_HOME": str(tmp_path / "xdg"),
-        "PYTHONUNBUFFERED": "1",
-        "COLUMNS": "200",
-    }
     program = subprocess.Popen(
         [sys.executable, "-m", "webtier", *args],
-        env=env,
+        env=fresh_machine(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     shown: list[str] = []
     try:
-        assert program.stdout is not None
-        for line in program.stdout:
-            shown.append(line)
-            if until in line:
-                break
-        else:
-            pytest.fail(f"no line with {until!r}:\n" + "".join(shown))
+        read_until(program, re.compile(re.escape(until)), shown)
         yield "".join(shown)
         program.send_signal(signal.SIGINT)
         rest, _ = program.communicate(timeout=60)
