@@ -726,6 +726,8 @@ async def test_a_source_of_the_same_name_on_another_database_is_refused(
     for use in (
         lambda: tier.rows.get(theirs, 42, load=True),
         lambda: tier.rows.get_many(theirs, [42]),
+        lambda: tier.rows.get_many(theirs, [41, 42], load=True),
+        lambda: tier.rows.warm(theirs, [41, 42]),
         lambda: tier.rows.schedule(theirs, 42, 60),
         lambda: tier.rows.invalidate(theirs, 42),
         lambda: tier.rows.refresh_now(theirs, 42),
@@ -754,6 +756,13 @@ async def test_a_database_that_gave_no_row_holds_no_name(
         await tier.rows.get(typo, 42, load=True)
     fixed = user_inventory(tmp_path / "mine.db", stock=3, name="mine")
     assert await tier.rows.get(fixed, 42, load=True) == {"item_id": 42, "stock": 3}
+    # Rows stored by a batched read-through record the origin too.
+    elsewhere = user_inventory(tmp_path / "elsewhere.db", stock=9, name="mine")
+    other = user_inventory(tmp_path / "other.db", stock=1, name="other")
+    assert await tier.rows.warm(other, [42]) == 1
+    for source in (elsewhere, user_inventory(tmp_path / "third.db", stock=2, name="other")):
+        with pytest.raises(webtier.SourceConflict):
+            await tier.rows.get(source, 42)
 
 
 @pytest.mark.matrix
@@ -765,7 +774,7 @@ async def test_the_readme_example_after_the_demo_gets_its_own_rows(
     await tier.rows.schedule(shop, 42, 60)
     await tier.rows.refresh_due([shop])
     mine = user_inventory(tmp_path / "mine.db", stock=3)
-    assert await tier.rows.get(mine, 42, load=True) == {"item_id": 42, "stock": 3}
+    assert await tier.rows.get_many(mine, [42], load=True) == {42: {"item_id": 42, "stock": 3}}
     await tier.rows.refresh_due([shop])  # the worker of the shop
     assert await tier.rows.get(mine, 42) == {"item_id": 42, "stock": 3}
     assert await tier.rows.get(shop, 42) == db_row(database, 42)

@@ -280,6 +280,7 @@ def warm(cfg: Config, source: Source, row_ids: Iterable[object]) -> Op[int]:
     many rows this call loaded."""
     check_source(source)
     keys = list(dict.fromkeys(source.key(row_id) for row_id in check_list("row_ids", row_ids)))
+    yield from check_origin(cfg, source)
     shards = {key: _shard(cfg, source, key) for key in keys}
     replies = yield tuple(read(shards[key].route, ("EXISTS", shards[key].row(key))) for key in keys)
     missed = [key for key, (cached,) in zip(keys, replies, strict=True) if not cached]
@@ -334,6 +335,8 @@ def _load_many(
         raise SourceError(
             f"{source.name}: loading {len(tickets)} rows failed: {first_line(error)}"
         ) from error
+    if any(data.values()):
+        yield from check_origin(cfg, source, record=True)
     yield tuple(
         store_request(cfg, shard, [(key, ticket, "f", data[key]) for key, ticket in claims])
         for shard, claims in by_shard.items()
