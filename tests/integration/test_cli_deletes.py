@@ -137,7 +137,7 @@ def test_webtier_reset_counts_asks_and_empties_the_embedded_server(tmp_path: Pat
     from webtier.embedded import EmbeddedRedis
 
     with EmbeddedRedis(tmp_path, port=0) as user:
-        client: Any = redis.Redis(unix_socket_path=str(user.socket_path))
+        client: Any = redis.Redis.from_url(user.url)
         try:
             client.mset({"a": 1, "b": 2})
             said = f"all 2 keys of the embedded redis-server in {tmp_path}, of every prefix"
@@ -162,3 +162,10 @@ def test_sessions_clean_limit_is_now_keep(redis_url: str, prefix: str) -> None:
     )
     assert code == 2
     assert "No such option '--limit'" in shown
+
+
+def test_webtier_reset_of_a_data_dir_never_made_starts_no_server(tmp_path: Path) -> None:
+    never = tmp_path / "never"
+    code, shown = invoke("--data-dir", str(never), "reset", given=None)
+    assert (code, shown) == (0, f"nothing to delete: no embedded redis-server data in {never}\n")
+    assert not never.exists()

@@ -116,7 +116,7 @@ def test_the_addresses_webtier_server_prints_answer(tmp_path: Path) -> None:
     port = str(free_port())
     with running(
         "--data-dir", str(tmp_path / "data"), "server", "--port", port,
-        until="tcp:", tmp_path=tmp_path,
+        until="redis://", tmp_path=tmp_path,
     ) as output:  # fmt: skip
         urls = printed_urls(output)
         assert len(urls) == 2, output  # its unix socket, its TCP port

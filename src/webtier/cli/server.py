@@ -90,9 +90,12 @@ def status(options: SharedOptions, as_json: bool) -> None:
                 "socket": str(found.socket_path),
                 "pid": found.pid,
                 "tcp_port": found.port or None,
+                "tcp_addresses": list(found.bind) if found.port else [],
+                "password_file": None if found.password_file is None else str(found.password_file),
                 "connections": found.clients,
                 "webtier_processes": found.users,
                 "memory_human": found.memory or None,
+                "last_event": found.last_event or None,
             }
         )
     else:
@@ -121,6 +124,9 @@ def reset(options: SharedOptions, yes: bool, dry_run: bool) -> None:
     import redis
 
     data_dir = data_dir_of(options)
+    if not data_dir.is_dir():  # no server was ever there: none is started to say so
+        click.echo(f"nothing to delete: no embedded redis-server data in {data_dir}")
+        return
     embedded = joined(options)
     try:
         client = redis.Redis.from_url(embedded.url)
