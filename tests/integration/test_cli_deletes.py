@@ -98,7 +98,7 @@ def rows_init_reset(_: webtier.WebTier, edge: tuple[str, ...], tmp_path: Path) -
 
     return Case(
         (*edge, "--database", url, "rows", "init", "--items", "3", "--reset"),
-        "the shop's tables inventory (7 rows), orders (0 rows), order_lines (0 rows)",
+        "the shop's tables inventory (7 rows), ",  # then its order tables, each counted
         items,
     )
 
