@@ -160,7 +160,7 @@ def _cleanup(h: Harness) -> Row:
     with w.tier_on(h.server.url) as tier, client_on(h.server.book_url) as conn:
 
         def ours() -> int:
-            return tier.sessions.clean(limit=0).deleted
+            return tier.sessions.clean(keep=0).deleted
 
         def theirs() -> int:
             removed = 0

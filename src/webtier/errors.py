@@ -153,6 +153,12 @@ class SourceError(WebtierError):
     """
 
 
+class SourceConflict(ConfigError):
+    """A row source's name already caches rows of another database: two
+    sources of one name would read each other's cached rows. Nothing was
+    read or written."""
+
+
 def _short(value: object, limit: int = 80) -> str | None:
     if value is None:
         return None

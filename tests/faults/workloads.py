@@ -775,7 +775,7 @@ class Rows(Workload):
         rows = self.cfg.rows
 
         def route(row: str) -> str:
-            return self.cfg.keys.row_shard("inventory", shard_of(row, rows.shards)).route
+            return self.cfg.keys.row_shard(self.source.name, shard_of(row, rows.shards)).route
 
         self.row = int(self.env.pick((str(n) for n in range(1, 51)), route))
         self.tier = self.env.tier()

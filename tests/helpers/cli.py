@@ -1,13 +1,18 @@
 """The command line and the benchmarks in tests: ``webtier`` through
-click's runner, and the benchmarks' smoke runs on databases of their own."""
+click's runner or as a process of its own, and the benchmarks' smoke runs
+on databases of their own."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from benchmarks.cli import bench
@@ -69,3 +74,26 @@ def run_bench_cli(
             client.close()
     saved: dict[str, Any] = json.loads(out.read_text())
     return result, saved
+
+
+def fresh_machine(tmp_path: Path) -> dict[str, str]:
+    """The environment of a user with no webtier data yet."""
+    return {
+        **os.environ,
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+        "PYTHONUNBUFFERED": "1",
+        "COLUMNS": "200",
+    }
+
+
+def read_until(
+    program: subprocess.Popen[str], pattern: re.Pattern[str], shown: list[str]
+) -> re.Match[str]:
+    """Read ``program``'s output into ``shown`` up to the first line that
+    matches ``pattern``; fail the test if its output ends first."""
+    assert program.stdout is not None
+    for line in program.stdout:
+        shown.append(line)
+        if found := pattern.search(line):
+            return found
+    pytest.fail(f"no line matching {pattern.pattern!r}:\n" + "".join(shown))

@@ -51,7 +51,7 @@ def delete_item(engine: sa.Engine, item_id: int) -> None:
 
 
 def take_load(
-    redis_url: str, config: Config, key: str, lease_ms: int, source: str = "inventory"
+    redis_url: str, config: Config, key: str, lease_ms: int, source: str = shopdb.SHOP_INVENTORY
 ) -> str:
     """Take the load of row ``key`` of ``source`` as a reader would, then
     never store: the reader died (or stalls). Returns its ticket."""

@@ -48,11 +48,11 @@ def test_sessions_revoke_ends_one_session(redis_url: str, prefix: str) -> None:
     ended, kept = tier.sessions.new(user="ann"), tier.sessions.new(user="ann")
     where = ("--url", redis_url, "--prefix", prefix)
     try:
-        ran = webtier_cli(*where, "sessions", "revoke", ended)
+        ran = webtier_cli(*where, "sessions", "revoke", ended, "--yes")
         assert (ran.code, ran.stdout) == (0, "session ended\n")
         assert tier.sessions.info(ended) is None
         assert tier.sessions.info(kept) is not None
-        ran = webtier_cli(*where, "sessions", "revoke", ended)
+        ran = webtier_cli(*where, "sessions", "revoke", ended, "--yes")
         assert ran.code == 1
         assert "no live session has that token" in ran.stderr
     finally:

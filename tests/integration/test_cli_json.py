@@ -20,6 +20,7 @@ from tests.helpers.servers import wait_for
 from tests.helpers.shop import serving, stocked
 from webtier.cli import main
 from webtier.cli.output import schema
+from webtier.embedded import EmbeddedRedis
 from webtier.workers import Worker
 
 pytestmark = pytest.mark.onlynoncluster  # output, not routing: one server suffices
@@ -32,6 +33,47 @@ def json_commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[st
             yield from json_commands(command, (*path, name))
         elif any(param.name == "as_json" for param in command.params):
             yield "-".join((*path, name))
+
+
+def leaf_commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[str]:
+    """``group-command`` for every command below ``group`` that runs."""
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from leaf_commands(command, (*path, name))
+            if command.invoke_without_command:
+                yield "-".join((*path, name))
+        else:
+            yield "-".join((*path, name))
+
+
+# The commands that read nothing to print (they change data, serve, or
+# drive), and the one read whose output is already a machine format.
+NOT_READS = {
+    "worker": "runs the jobs",
+    "demo": "serves the shop",
+    "server": "runs the embedded server",
+    "server-stop": "stops it",
+    "reset": "deletes",
+    "rows-init": "writes the database",
+    "rows-schedule": "writes",
+    "rows-refresh": "writes",
+    "rows-invalidate": "deletes",
+    "counters-clean": "deletes",
+    "sessions-clean": "deletes",
+    "sessions-revoke": "deletes",
+    "settings-adopt": "writes",
+    "settings-reset": "deletes",
+    "dashboard": "serves",
+    "metrics": "prints the Prometheus exposition: the machine format already",
+    "bench": "runs benchmarks (--json PATH writes its report)",
+    "completion": "prints a shell script",
+}
+
+
+def test_every_read_command_takes_json() -> None:
+    leaves = set(leaf_commands(main))
+    assert set(NOT_READS) <= leaves, "a command listed above is gone"
+    assert leaves - set(NOT_READS) == set(json_commands(main))
 
 
 def shipped_schemas() -> set[str]:
@@ -55,6 +97,8 @@ def shop(redis_url: str, prefix: str, tmp_path: Path) -> Iterator[tuple[str, ...
     """Something to read in every part, and the options that reach it; a
     worker runs meanwhile, so that ``workers`` lists one."""
     edge = ("--url", redis_url, "--prefix", prefix, "--database", f"sqlite:///{tmp_path}/s.db")
+    edge += ("--data-dir", str(tmp_path / "data"))  # its embedded server, for server status
+    embedded = EmbeddedRedis(tmp_path / "data").start()
     client = webtier.connect(redis_url)
     tier = webtier.WebTier(client, webtier.Config(prefix=prefix))
     tier.counters.record("views:/", 7)
@@ -75,6 +119,7 @@ def shop(redis_url: str, prefix: str, tmp_path: Path) -> Iterator[tuple[str, ...
         worker.request_stop()
         thread.join(timeout=10)
         webtier.disconnect(client)
+        embedded.stop()
 
 
 READS = {
@@ -90,6 +135,7 @@ READS = {
     "rows-status": ("rows", "status"),
     "workers": ("workers",),
     "settings-show": ("settings", "show"),
+    "server-status": ("server", "status"),
     "size": ("size", "--sessions", "1e9", "--hits-per-day", "10e9"),
 }
 
@@ -107,6 +153,7 @@ def test_each_document_is_valid_against_its_schema(shop: tuple[str, ...]) -> Non
         assert ran.code == 0, (name, ran)
         document = json.loads(ran.stdout)  # one document, nothing else on stdout
         jsonschema.validate(document, schema(name))
+        assert ran.stdout == json.dumps(document, indent=2) + "\n", name  # one format
         assert document, name
 
 
@@ -171,3 +218,15 @@ def test_loadgen_prints_one_document(redis_url: str, prefix: str, tmp_path: Path
     assert document["statuses"]["5xx"] == 0
     routes = {route["route"] for route in document["routes"]}
     assert {"GET /", "GET /item/{item_id}"} <= routes
+
+
+def test_server_status_of_a_server_not_running_is_a_document_and_exit_1(tmp_path: Path) -> None:
+    ran = webtier_cli("--data-dir", str(tmp_path), "server", "status", "--json")
+    assert ran.code == 1
+    document = json.loads(ran.stdout)
+    jsonschema.validate(document, schema("server-status"))
+    assert (document["running"], document["pid"], document["data_dir"]) == (
+        False,
+        None,
+        str(tmp_path.resolve()),
+    )

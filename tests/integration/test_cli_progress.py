@@ -87,7 +87,8 @@ def test_sessions_and_counters_clean_show_progress(redis_url: str, prefix: str) 
     tier.counters.record("hits", 1)
     webtier.disconnect(client)
     edge = ("--url", redis_url, "--prefix", prefix)
-    code, stdout, terminal = webtier_on_a_terminal(*edge, "sessions", "clean", "--limit", "10")
+    cleaning = ("sessions", "clean", "--keep", "10", "--yes")
+    code, stdout, terminal = webtier_on_a_terminal(*edge, *cleaning)
     assert code == 0, terminal
     assert stdout.startswith("290 removed")
     assert "removing sessions" in terminal

@@ -27,12 +27,12 @@ def test_sessions_stats_user_and_clean(redis_url: str, prefix: str) -> None:
         assert code == 0, out
         assert len(out.splitlines()) == 3 + 2  # title, headers, rule, two sessions
 
-        code, out = run(*edge, "sessions", "clean", "--limit", "3")
+        code, out = run(*edge, "sessions", "clean", "--keep", "3", "--yes")
         assert code == 0, out
         assert out.startswith("2 removed, 0 spared")
         assert [tier.sessions.info(t) is not None for t in tokens].count(True) == 3
 
-        code, out = run(*edge, "sessions", "user", "alice", "--revoke-all")
+        code, out = run(*edge, "sessions", "user", "alice", "--revoke-all", "--yes")
         assert code == 0, out
         assert tier.sessions.of_user("alice") == []
 

@@ -50,6 +50,7 @@ FAMILIES: dict[str, str] = {
     "row failures": r"\{r:[A-Za-z0-9_.-]+:\d+\}:fail",
     "row tickets": r"\{r:[A-Za-z0-9_.-]+:\d+\}:seq",
     "row copy": r"\{r:[A-Za-z0-9_.-]+:\d+\}:row:.+",
+    "row source origin": r"\{r:[A-Za-z0-9_.-]+:0\}:origin",
     # One shard: the book's {v}; several: {v:<shard>:<n>} (keys.ranking_tag).
     "ranking": r"\{v(:\d+:\d+)?\}:viewed",
     "ranking fence": r"\{v(:\d+:\d+)?\}:rescaled",
@@ -69,6 +70,7 @@ BOUNDED: dict[str, str] = {
     "row schedule": "one entry per row scheduled, until unscheduled or deleted in the database",
     "row delays": "one entry per row scheduled, until unscheduled or deleted in the database",
     "row copy": "a scheduled row's copy (checked: the row is in its schedule), one per row",
+    "row source origin": "one short string per row source name, once its first rows are stored",
     "deployment settings": "one short string per prefix, which outlives the keys it describes",
 }
 

@@ -183,7 +183,7 @@ async def test_copies_of_unscheduled_rows_expire_scheduled_ones_do_not(
     tier = tier_factory(rows_config(prefix, ttl=60))
     source = seed(database)
     await tier.rows.get(source, 1, load=True)
-    key = tier.config.keys.row_shard("inventory", shard_of("1", 16)).row("1")
+    key = tier.config.keys.row_shard(shopdb.SHOP_INVENTORY, shard_of("1", 16)).row("1")
     client = webtier.connect(redis_url)
     try:
         assert 0 < client.pttl(key) <= 60_000
@@ -212,7 +212,7 @@ async def test_the_bookkeeping_of_loads_expires_with_no_worker_running(
     await tier.rows.schedule(broken, 1, 60)
     with pytest.raises(SourceError):
         await tier.rows.get(broken, 1, load=True)  # a failure counted: fail
-    shard, failing = (config.keys.row_shard(name, 0) for name in ("inventory", "broken"))
+    shard, failing = (config.keys.row_shard(name, 0) for name in (shopdb.SHOP_INVENTORY, "broken"))
     longest = bookkeeping_ms(config.rows)
     assert longest >= 86_400_000
     client = webtier.connect(redis_url)
@@ -235,7 +235,7 @@ async def test_readers_that_died_mid_load_leave_nothing_behind_with_no_worker_ru
         take_load(redis_url, config, key, 200)
     await anyio.sleep(0.3)  # their leases run out; no worker claims, so none prunes them
     assert await tier.rows.get(source, 2, load=True) == db_row(database, 2)
-    shard = config.keys.row_shard("inventory", 0)
+    shard = config.keys.row_shard(shopdb.SHOP_INVENTORY, 0)
     client = webtier.connect(redis_url)
     try:
         assert (client.hlen(shard.fill), client.zcard(shard.lease)) == (0, 0)
@@ -256,7 +256,7 @@ async def test_tickets_never_repeat_after_the_sequence_expires(
     slow = take_load(redis_url, config, "5", 60_000)  # a reader reads v1, and stalls
     set_stock(database, 5, 777)
     await tier.rows.invalidate(source, 5)  # the app writes v2, then invalidates
-    shard = config.keys.row_shard("inventory", 0)
+    shard = config.keys.row_shard(shopdb.SHOP_INVENTORY, 0)
     client = webtier.connect(redis_url)
     try:
         # What the sequence's TTL does once no ticket was handed out for that
@@ -323,7 +323,7 @@ async def test_a_row_scheduled_without_a_delay_is_unscheduled_not_a_crash(
     await tier.rows.schedule(source, 6, 0.05)
     await tier.rows.refresh_due([source])
     assert await tier.rows.get(source, 6) is not None
-    shard = tier.config.keys.row_shard("inventory", shard_of("6", 16))
+    shard = tier.config.keys.row_shard(shopdb.SHOP_INVENTORY, shard_of("6", 16))
     client = webtier.connect(redis_url)
     try:
         client.hdel(shard.delay, "6")  # the book's `delay:` lost the row
@@ -699,3 +699,82 @@ def test_a_warming_job_checks_what_it_is_given(database: sa.Engine) -> None:
             warm_rows(source, top, every)
     with pytest.raises(InvalidInput):
         warm_rows("inventory", 10)  # type: ignore[arg-type]
+
+
+# -- a source's origin ------------------------------------------------------------------
+
+
+def user_inventory(path: Any, stock: int, name: str = "inventory") -> SqlSource:
+    """The README's example: a table of the user's own, named ``inventory``."""
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE inventory (item_id INTEGER PRIMARY KEY, stock INT)")
+        conn.exec_driver_sql(f"INSERT INTO inventory VALUES (42, {stock})")
+    engine.dispose()
+    return SqlSource(name, "inventory", key="item_id", database=f"sqlite:///{path}")
+
+
+@pytest.mark.matrix
+@sqlite_only
+async def test_a_source_of_the_same_name_on_another_database_is_refused(
+    tier: Any, database: sa.Engine, tmp_path: Any
+) -> None:
+    mine = user_inventory(tmp_path / "mine.db", stock=3)
+    theirs = user_inventory(tmp_path / "theirs.db", stock=295)
+    await tier.rows.schedule(mine, 42, 60)
+    assert await tier.rows.get(mine, 42, load=True) == {"item_id": 42, "stock": 3}
+    for use in (
+        lambda: tier.rows.get(theirs, 42, load=True),
+        lambda: tier.rows.get_many(theirs, [42]),
+        lambda: tier.rows.get_many(theirs, [41, 42], load=True),
+        lambda: tier.rows.warm(theirs, [41, 42]),
+        lambda: tier.rows.schedule(theirs, 42, 60),
+        lambda: tier.rows.invalidate(theirs, 42),
+        lambda: tier.rows.refresh_now(theirs, 42),
+        lambda: tier.rows.refresh_due([theirs]),
+    ):
+        with pytest.raises(webtier.SourceConflict) as refused:
+            await use()
+        message = str(refused.value)
+        assert "\n" not in message
+        assert f"reads sqlite:///{tmp_path / 'theirs.db'} table inventory" in message
+        assert f"holds rows of sqlite:///{tmp_path / 'mine.db'} table inventory" in message
+    assert await tier.rows.get(mine, 42) == {"item_id": 42, "stock": 3}  # untouched
+    # The same file by another spelling of its path is the same database.
+    again = SqlSource(
+        "inventory", "inventory", key="item_id", database=f"sqlite:///{tmp_path}/./mine.db"
+    )
+    assert await tier.rows.get(again, 42) == {"item_id": 42, "stock": 3}
+
+
+@sqlite_only
+async def test_a_database_that_gave_no_row_holds_no_name(
+    tier: Any, database: sa.Engine, tmp_path: Any
+) -> None:
+    typo = SqlSource("mine", "inventory", key="item_id", database=f"sqlite:///{tmp_path}/nosuch.db")
+    with pytest.raises(SourceError, match="not found"):
+        await tier.rows.get(typo, 42, load=True)
+    fixed = user_inventory(tmp_path / "mine.db", stock=3, name="mine")
+    assert await tier.rows.get(fixed, 42, load=True) == {"item_id": 42, "stock": 3}
+    # Rows stored by a batched read-through record the origin too.
+    elsewhere = user_inventory(tmp_path / "elsewhere.db", stock=9, name="mine")
+    other = user_inventory(tmp_path / "other.db", stock=1, name="other")
+    assert await tier.rows.warm(other, [42]) == 1
+    for source in (elsewhere, user_inventory(tmp_path / "third.db", stock=2, name="other")):
+        with pytest.raises(webtier.SourceConflict):
+            await tier.rows.get(source, 42)
+
+
+@pytest.mark.matrix
+@sqlite_only
+async def test_the_readme_example_after_the_demo_gets_its_own_rows(
+    tier: Any, database: sa.Engine, tmp_path: Any
+) -> None:
+    shop = seed(database)  # the demo shop's inventory, item 42 among its rows
+    await tier.rows.schedule(shop, 42, 60)
+    await tier.rows.refresh_due([shop])
+    mine = user_inventory(tmp_path / "mine.db", stock=3)
+    assert await tier.rows.get_many(mine, [42], load=True) == {42: {"item_id": 42, "stock": 3}}
+    await tier.rows.refresh_due([shop])  # the worker of the shop
+    assert await tier.rows.get(mine, 42) == {"item_id": 42, "stock": 3}
+    assert await tier.rows.get(shop, 42) == db_row(database, 42)

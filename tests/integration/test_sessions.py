@@ -351,7 +351,7 @@ async def test_the_cleaner_keeps_the_newest_sessions(
         await tier.carts.set(token, "x", 1)
     for token in tokens[:4]:
         await tier.sessions.touch(token)  # now the newest four
-    report = await tier.sessions.clean(limit=4)
+    report = await tier.sessions.clean(keep=4)
     assert report.deleted == 6
     assert report.remaining == 4
     assert not report.more
@@ -361,7 +361,7 @@ async def test_the_cleaner_keeps_the_newest_sessions(
     for user in ("u0", "u1", "u2"):
         users += [s.user for s in await tier.sessions.of_user(user)]
     assert sorted(users) == ["u0", "u0", "u1", "u2"]
-    again = await tier.sessions.clean(limit=4)
+    again = await tier.sessions.clean(keep=4)
     assert (again.deleted, again.remaining) == (0, 4)
 
 
@@ -374,7 +374,7 @@ async def test_the_cleaner_keeps_exactly_the_newest_of_many(tier_factory: Any, c
     order = random.Random(3).sample(tokens, len(tokens))
     for token in order:
         await tier.sessions.touch(token)
-    report = await tier.sessions.clean(limit=120)
+    report = await tier.sessions.clean(keep=120)
     assert (report.deleted, report.spared, report.remaining) == (380, 0, 120)
     assert report.steps >= 3  # at most 150 a step
     alive = {t for t in tokens if await tier.sessions.info(t) is not None}

@@ -339,7 +339,7 @@ def test_a_load_never_revives_or_creates_a_session(
     assert all_keys(redis_url, f"{prefix}:*") == []
     # Removed by the cleaner: it stays dead, and its index entry goes.
     cleaned = tier.sessions.new()
-    tier.sessions.clean(limit=0)
+    tier.sessions.clean(keep=0)
     assert load(tier, cleaned) is None
     assert all_keys(redis_url, f"{prefix}:*:t:*") == []
     # Past its absolute timeout, its key not yet expired: deleted.

@@ -15,6 +15,7 @@ from tests.helpers.rows import set_stock
 from tests.helpers.servers import wait_for
 from tests.helpers.shop import ITEMS, browser, post, serving, stocked, token
 from webtier.config import SessionSettings
+from webtier.demo import shopdb
 from webtier.demo.shop import catalog
 from webtier.demo.shop.orders import STATS_CONTEXT
 
@@ -279,7 +280,7 @@ def test_the_dashboard_and_metrics_are_served_beside_the_shop(shop: str) -> None
         health = client.get("/dashboard/api/health")
         assert health.status_code == 200
         # the inventory's refresh lag, as the shop's worker sees its sources
-        assert [row["source"] for row in health.json()["rows"]] == ["inventory"]
+        assert [row["source"] for row in health.json()["rows"]] == [shopdb.SHOP_INVENTORY]
         metrics = client.get("/metrics")
         assert metrics.status_code == 200
         names = {family.name for family in text_string_to_metric_families(metrics.text)}

@@ -22,6 +22,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers.cli import fresh_machine, read_until
 from webtier.cli import main
 
 URL = re.compile(r"open at (http://\S+)")
@@ -35,16 +36,6 @@ def webtier(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
         text=True,
         timeout=120,
     )
-
-
-def fresh_machine(tmp_path: Path) -> dict[str, str]:
-    """The environment of a user with no webtier data yet."""
-    return {
-        **os.environ,
-        "XDG_DATA_HOME": str(tmp_path / "xdg"),
-        "PYTHONUNBUFFERED": "1",
-        "COLUMNS": "200",
-    }
 
 
 def test_a_taken_port_is_one_error_line(redis_url: str, prefix: str, tmp_path: Path) -> None:
@@ -77,14 +68,7 @@ def test_the_readme_command_shows_the_shop_with_traffic(tmp_path: Path) -> None:
     )
     shown: list[str] = []
     try:
-        assert demo.stdout is not None
-        for line in demo.stdout:
-            shown.append(line)
-            found = URL.search(line)
-            if found:
-                break
-        else:
-            pytest.fail("the demo printed no URL:\n" + "".join(shown))
+        found = read_until(demo, URL, shown)
         opened = time.monotonic() - started
         url = found.group(1)
         assert httpx.get(url, timeout=10).status_code == 200
@@ -153,13 +137,7 @@ def test_the_demo_on_worker_processes(redis_url: str, prefix: str, tmp_path: Pat
     )  # fmt: skip
     shown: list[str] = []
     try:
-        assert demo.stdout is not None
-        for line in demo.stdout:
-            shown.append(line)
-            if found := URL.search(line):
-                break
-        else:
-            pytest.fail("the demo printed no URL:\n" + "".join(shown))
+        found = read_until(demo, URL, shown)
         workers = spawned_children(demo.pid)
         assert len(workers) == 2, "".join(shown)
         with httpx.Client(base_url=found.group(1), timeout=10) as http:

@@ -143,7 +143,7 @@ def test_bad_arguments_are_refused_before_anything_is_sent() -> None:
         sessions.users.login(CFG, TOKEN, "alice", cart_policy="merge"),
         sessions.ops.update(CFG, TOKEN, {"a": {1, 2}}),
         sessions.ops.update(CFG, TOKEN, ["a"]),  # type: ignore[arg-type]
-        sessions.cleaner.clean(CFG, limit=-1),
+        sessions.cleaner.clean(CFG, keep=-1),
         sessions.users.revoke(CFG, "alice", 42),  # type: ignore[arg-type]
         sessions.carts.set(CFG, TOKEN, "a", True),
         sessions.carts.set(CFG, TOKEN, "a", 1001),
@@ -231,7 +231,7 @@ def test_cart_merge_respects_the_limits() -> None:
 def test_the_cleaner_chooses_only_the_oldest_of_all_shards() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=2))
     age = 30 * 86400 * 10**6  # the backstop, in µs
-    op = sessions.cleaner.clean(cfg, limit=3)
+    op = sessions.cleaner.clean(cfg, keep=3)
     picks = next(op)
     assert [(r.route, r.commands[0].keys, r.commands[0].args) for r in picks] == [
         ("p:{s:0}", ("p:{s:0}:recent",), (age, 2, "sample")),
@@ -264,7 +264,7 @@ def test_a_threshold_never_passes_a_shards_own_highest_score() -> None:
     pick on a node whose clock is behind. Each bound stays at or below a
     score the shard itself holds."""
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=100))
-    op = sessions.cleaner.clean(cfg, limit=0)
+    op = sessions.cleaner.clean(cfg, keep=0)
     next(op)
     t = 1_700_000_000_000_000
     sampled = [[0, 2, 0, 0, t - 100, 1, t - 90], [0, 1, 0, 0, t - 1000]]
@@ -278,7 +278,7 @@ def test_a_threshold_stops_at_the_end_of_a_partial_page() -> None:
     count (70 + 20), but shard 0's 7 unseen sessions may be older than shard
     1's: only up to shard 0's last sample is surely the oldest."""
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=100))
-    op = sessions.cleaner.clean(cfg, limit=0)
+    op = sessions.cleaner.clean(cfg, keep=0)
     (pick, _) = next(op)
     assert pick.commands[0].args[1] == 63
     t = 1_700_000_000_000_000
@@ -296,7 +296,7 @@ def test_a_threshold_stops_at_the_end_of_a_partial_page() -> None:
 
 def test_tied_samples_make_the_cleaner_read_whole_pages() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=2))
-    op = sessions.cleaner.clean(cfg, limit=3)
+    op = sessions.cleaner.clean(cfg, keep=3)
     next(op)
     t = 1_700_000_000_000_000
     # One over the limit, and both shards' oldest score t-50: any threshold
@@ -314,7 +314,7 @@ def test_tied_samples_make_the_cleaner_read_whole_pages() -> None:
 
 def test_the_cleaner_removes_by_a_threshold_when_samples_suffice() -> None:
     cfg = Config(prefix="p", sessions=SessionSettings(shards=2, clean_batch=100))
-    op = sessions.cleaner.clean(cfg, limit=5)
+    op = sessions.cleaner.clean(cfg, keep=5)
     next(op)
     t = 1_700_000_000_000_000
     # 13 sessions, 8 over the limit. Shard 0 is sampled at ranks 0-4, 6, 9.

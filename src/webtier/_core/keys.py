@@ -219,6 +219,12 @@ class Keyspace:
         """Keys of shard ``shard`` of row source ``source`` (a checked name)."""
         return _row_shard(self.prefix, source, shard)
 
+    def row_origin(self, source: str) -> tuple[str, str]:
+        """(route, key) of the record of where row source ``source`` (a
+        checked name) reads its rows: a string, in the slot of shard 0."""
+        route = _row_shard(self.prefix, source, 0).route
+        return route, f"{route}:origin"
+
     # -- statistics -------------------------------------------------------------------
     def stats_shard(self, shard: int) -> str:
         """Route (hash tag) of one shard of the statistics."""

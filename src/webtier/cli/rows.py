@@ -24,7 +24,7 @@ from webtier.cli.output import (
 )
 from webtier.cli.progress import progress, shows_progress
 from webtier.cli.refresh_progress import refresh_watched
-from webtier.cli.shared import SharedOptions, pass_options
+from webtier.cli.shared import SharedOptions, confirm_deletion, deletes, pass_options
 
 
 def _fail(error: Exception) -> click.ClickException:
@@ -51,9 +51,10 @@ def rows() -> None:
     "--items", type=click.IntRange(0, 10_000_000), default=1000, show_default=True,
     help="Items 1..N to have in stock (up to 10000000).",
 )  # fmt: skip
-@click.option("--reset", is_flag=True, help="Drop the inventory table first.")
+@click.option("--reset", is_flag=True, help="Drop the shop's tables first (inventory and orders).")
+@deletes
 @pass_options
-def init(options: SharedOptions, items: int, reset: bool) -> None:
+def init(options: SharedOptions, items: int, reset: bool, yes: bool, dry_run: bool) -> None:
     """Create the shop's database and seed its inventory.
 
     A SQLite file named by --database is created in an existing folder only;
@@ -75,12 +76,37 @@ def init(options: SharedOptions, items: int, reset: bool) -> None:
             "(webtier creates only its own data directory, not one --database names)"
         )
     try:
+        if reset and not _confirm_reset(engine, yes=yes, dry_run=dry_run):
+            return
+        if dry_run:
+            click.echo("would delete nothing (no --reset)")
+            return
         added = shopdb.create(engine, items, reset=reset)
     except sa.exc.SQLAlchemyError as error:
         raise _fail(error) from error
     finally:
         engine.dispose()
     click.echo(f"{engine.url.render_as_string(hide_password=True)}: {added} items added")
+
+
+def _confirm_reset(engine: Any, *, yes: bool, dry_run: bool) -> bool:
+    """Say which of the shop's tables --reset drops, with their rows; ask."""
+    import sqlalchemy as sa
+
+    from webtier.demo import shopdb
+    from webtier.rows.sql import shown
+
+    present = set(sa.inspect(engine).get_table_names())
+    counts = []
+    with engine.connect() as conn:
+        for table in shopdb.metadata.sorted_tables:
+            if table.name in present:
+                rows = conn.scalar(sa.select(sa.func.count()).select_from(table)) or 0
+                counts.append(f"{table.name} ({rows:,} rows)")
+    if not counts:
+        return True  # nothing to drop
+    what = f"the shop's tables {', '.join(counts)} in {shown(engine.url)}"
+    return confirm_deletion(what, yes=yes, dry_run=dry_run)
 
 
 @rows.command("schedule")

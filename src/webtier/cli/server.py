@@ -13,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from webtier.cli.shared import SharedOptions, confirm, pass_options
+from webtier.cli.output import json_option, print_json
+from webtier.cli.shared import SharedOptions, confirm_deletion, deletes, pass_options
 from webtier.cli.signals import stop_on_signals
 from webtier.embedded import EmbeddedRedis, default_data_dir, stop_server
 from webtier.embedded.status import server_status
@@ -75,12 +76,31 @@ def server(ctx: click.Context, port: int) -> None:
 
 
 @server.command()
+@json_option
 @pass_options
-def status(options: SharedOptions) -> None:
-    """Whether the embedded server runs: pid, socket, port, data, clients, memory."""
+def status(options: SharedOptions, as_json: bool) -> None:
+    """Whether the embedded server runs: pid, socket, port, data, clients,
+    memory (exit status 1 if it does not run)."""
     found = server_status(data_dir_of(options))
-    for line in found.lines():
-        click.echo(line)
+    if as_json:
+        print_json(
+            {
+                "running": found.running,
+                "data_dir": str(found.data_dir),
+                "socket": str(found.socket_path),
+                "pid": found.pid,
+                "tcp_port": found.port or None,
+                "tcp_addresses": list(found.bind) if found.port else [],
+                "password_file": None if found.password_file is None else str(found.password_file),
+                "connections": found.clients,
+                "webtier_processes": found.users,
+                "memory_human": found.memory or None,
+                "last_event": found.last_event or None,
+            }
+        )
+    else:
+        for line in found.lines():
+            click.echo(line)
     if not found.running:
         sys.exit(1)
 
@@ -97,19 +117,24 @@ def stop(options: SharedOptions) -> None:
 
 
 @click.command()
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@deletes
 @pass_options
-def reset(options: SharedOptions, yes: bool) -> None:
+def reset(options: SharedOptions, yes: bool, dry_run: bool) -> None:
     """Empty the embedded redis-server (never a --url server)."""
-    data_dir = data_dir_of(options)
-    confirm(f"Delete all the data of the embedded redis-server in {data_dir}?", yes)
     import redis
 
+    data_dir = data_dir_of(options)
+    if not data_dir.is_dir():  # no server was ever there: none is started to say so
+        click.echo(f"nothing to delete: no embedded redis-server data in {data_dir}")
+        return
     embedded = joined(options)
     try:
         client = redis.Redis.from_url(embedded.url)
         try:
             keys = client.dbsize()
+            what = f"all {keys:,} keys of the embedded redis-server in {data_dir}, of every prefix"
+            if not confirm_deletion(what, yes=yes, dry_run=dry_run):
+                return
             client.flushall()
         finally:
             client.close()

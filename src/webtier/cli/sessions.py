@@ -14,7 +14,13 @@ from webtier.cli.output import (
     say_empty,
 )
 from webtier.cli.progress import progress
-from webtier.cli.shared import SharedOptions, pass_options, with_app_settings
+from webtier.cli.shared import (
+    SharedOptions,
+    confirm_deletion,
+    deletes,
+    pass_options,
+    with_app_settings,
+)
 from webtier.config import SessionSettings
 from webtier.errors import WebtierError
 
@@ -62,19 +68,29 @@ def sessions_stats(options: SharedOptions, as_json: bool) -> None:
 
 @sessions.command("clean")
 @click.option(
-    "--limit", type=click.IntRange(min=0), default=10_000_000, show_default=True,
-    help="Keep this many sessions, the most recently seen.",
+    "--keep", type=click.IntRange(min=0), default=10_000_000, show_default=True,
+    help="Sessions to keep, the most recently seen; the others are deleted.",
 )  # fmt: skip
+@deletes
 @pass_options
-def sessions_clean(options: SharedOptions, limit: int) -> None:
-    """One cleaner pass: remove the least recently seen sessions beyond --limit."""
+def sessions_clean(options: SharedOptions, keep: int, yes: bool, dry_run: bool) -> None:
+    """One cleaner pass: delete every session but the --keep most recently
+    seen (logged-in users' included), and those idle past their timeout."""
     with options.tier() as tier:
-        over = max(0, tier.sessions.stats().sessions - limit)
+        total = tier.sessions.stats().sessions
+        over = max(0, total - keep)
+        what = (
+            f"the {over:,} least recently seen of {total:,} sessions, logged-in users' "
+            f"included (keeping the {min(keep, total):,} most recently seen), and any "
+            "idle past their timeout"
+        )
+        if not confirm_deletion(what, yes=yes, dry_run=dry_run):
+            return
         deleted = spared = 0
         seconds = 0.0
         with progress("removing sessions", over or None, "sessions") as advance:
             while True:  # step by step, for the progress bar
-                step = tier.sessions.clean(limit=limit, max_steps=1)
+                step = tier.sessions.clean(keep=keep, max_steps=1)
                 deleted, spared = deleted + step.deleted, spared + step.spared
                 seconds += step.seconds
                 advance(step.deleted)
@@ -90,15 +106,22 @@ def sessions_clean(options: SharedOptions, limit: int) -> None:
 @click.argument("user")
 @click.option("--revoke-all", is_flag=True, help="End every session of USER.")
 @json_option
+@deletes
 @pass_options
-def sessions_user(options: SharedOptions, user: str, revoke_all: bool, as_json: bool) -> None:
+def sessions_user(
+    options: SharedOptions, user: str, revoke_all: bool, as_json: bool, yes: bool, dry_run: bool
+) -> None:
     """List USER's sessions (public id, created, last seen), or end them all
     (exit status 1 if USER has no live session)."""
     with options.tier() as tier:
-        if revoke_all:
-            click.echo(f"{tier.sessions.revoke_all(user)} sessions ended")
-            return
         found = tier.sessions.of_user(user)
+        if revoke_all:
+            what = f"the {len(found)} live sessions of user {user!r}, their carts included"
+            if found and confirm_deletion(what, yes=yes, dry_run=dry_run):
+                click.echo(f"{tier.sessions.revoke_all(user)} sessions ended")
+            elif not found:
+                click.echo("0 sessions ended")
+            return
     if as_json:
         print_json(
             {
@@ -121,12 +144,18 @@ def sessions_user(options: SharedOptions, user: str, revoke_all: bool, as_json: 
 
 @sessions.command("revoke")
 @click.argument("token")
+@deletes
 @pass_options
-def sessions_revoke(options: SharedOptions, token: str) -> None:
+def sessions_revoke(options: SharedOptions, token: str, yes: bool, dry_run: bool) -> None:
     """End the session of TOKEN (the cookie's value): its data, viewed items
     and cart are gone. Exit status 1 if there is no such live session."""
     with options.tier() as tier:
-        if tier.sessions.info(token) is None:
+        found = tier.sessions.info(token)
+        if found is None:
             raise not_found("no live session has that token")
+        whose = f"of user {found.user!r}" if found.user is not None else "(anonymous)"
+        what = f"session {found.id} {whose}, with its data, viewed items and cart"
+        if not confirm_deletion(what, yes=yes, dry_run=dry_run):
+            return
         tier.sessions.logout(token)
     click.echo("session ended")

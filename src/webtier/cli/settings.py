@@ -9,12 +9,12 @@ settings are wrong, unreadable or of another webtier gets out of it.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 
 import click
 
-from webtier.cli.shared import SharedOptions, confirm, pass_options
+from webtier.cli.output import json_option, print_json
+from webtier.cli.shared import SharedOptions, confirm, confirm_deletion, deletes, pass_options
 from webtier.config import Config
 from webtier.connect import open as open_tier
 from webtier.deployment.layout import LAYOUT, differences, following, layout, parse
@@ -42,7 +42,7 @@ def settings() -> None:
 
 
 @settings.command("show")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+@json_option
 @pass_options
 def settings_show(options: SharedOptions, as_json: bool) -> None:
     """The settings stored by the deployment's first writer."""
@@ -55,7 +55,7 @@ def settings_show(options: SharedOptions, as_json: bool) -> None:
             "version": None if found is None else found.version,
             "settings": None if found is None else found.values,
         }
-        click.echo(json.dumps(document, sort_keys=True))
+        print_json(document)
         return
     if found is None:
         click.echo(
@@ -133,15 +133,25 @@ def _readable(tier: WebTier) -> DeploymentSettings | None:
 
 
 @settings.command("reset")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@deletes
 @pass_options
-def settings_reset(options: SharedOptions, yes: bool) -> None:
+def settings_reset(options: SharedOptions, yes: bool, dry_run: bool) -> None:
     """Remove the stored settings: the next writer's become the deployment's."""
-    confirm(
-        f"Remove the stored settings of prefix {options.prefix!r}? The next process "
-        "that writes stores its own.",
-        yes,
-    )
     with _tier(options) as tier:
+        try:
+            found = tier.deployment.stored()
+        except ConfigError:  # unreadable, or of another webtier: what reset is for
+            found = None
+        else:
+            if found is None:
+                click.echo(f"no settings are stored under {options.prefix!r}")
+                return
+        version = "" if found is None else f" (key layout version {found.version})"
+        what = (
+            f"the stored settings of prefix {options.prefix!r}{version}; the next process "
+            "that writes stores its own"
+        )
+        if not confirm_deletion(what, yes=yes, dry_run=dry_run):
+            return
         removed = tier.deployment.reset()
     click.echo("removed" if removed else f"no settings were stored under {options.prefix!r}")

@@ -108,6 +108,25 @@ def with_app_settings(
     )
 
 
+def deletes(command: Any) -> Any:
+    """``--yes`` and ``--dry-run``: the options of every command that deletes data."""
+    command = click.option(
+        "--dry-run", is_flag=True, help="Only say what would be deleted, and delete nothing."
+    )(command)
+    return click.option("--yes", is_flag=True, help="Do not ask for confirmation.")(command)
+
+
+def confirm_deletion(what: str, *, yes: bool, dry_run: bool) -> bool:
+    """Whether to delete ``what`` (said in full, with its counts) now. With
+    ``--dry-run`` it is only said (False); otherwise it is asked, unless
+    ``--yes``; a no ends the command with one line, nothing deleted."""
+    if dry_run:
+        click.echo(f"would delete {what}; nothing deleted (--dry-run)")
+        return False
+    confirm(f"Delete {what}?", yes)
+    return True
+
+
 def confirm(question: str, yes: bool) -> None:
     """Go on only if ``--yes`` was given or the answer is yes; otherwise end
     with one line, also when there is nothing to read the answer from."""

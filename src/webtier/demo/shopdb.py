@@ -76,9 +76,14 @@ _WORDS = (
 )  # fmt: skip
 
 
+SHOP_INVENTORY = "shop.inventory"  # the row source's name, its cache's in Redis
+
+
 def inventory_source(database: str | sa.URL | sa.Engine) -> SqlSource:
-    """The row source of the inventory table (the book's ``Inventory``)."""
-    return SqlSource("inventory", inventory, key="item_id", database=database)
+    """The row source of the inventory table (the book's ``Inventory``),
+    named in a namespace of the shop's own: a source of yours named
+    ``inventory`` never meets the shop's cached rows."""
+    return SqlSource(SHOP_INVENTORY, inventory, key="item_id", database=database)
 
 
 def item(item_id: int, rng: random.Random) -> dict[str, Any]:

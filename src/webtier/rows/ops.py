@@ -42,7 +42,7 @@ from webtier._core.protocol import (
 )
 from webtier._core.scripts import Script
 from webtier.config import Config, RowSettings
-from webtier.errors import SourceError
+from webtier.errors import SourceConflict, SourceError
 from webtier.rows.codec import decode, encode
 from webtier.rows.source import Source, check_source
 from webtier.types import RowStatus
@@ -153,6 +153,36 @@ def _fill(cfg: Config, shard: RowShard, key: str, mode: str) -> Request:
     return write(shard.route, call, idempotent=True)
 
 
+# -- the source's origin -------------------------------------------------------------
+
+
+def check_origin(cfg: Config, source: Source, *, record: bool = False) -> Op[None]:
+    """Refuse ``source`` if another database's rows are cached under its
+    name: checked until found recorded (then once per process and prefix).
+    ``record``: a load from ``source`` found rows, about to be stored, so
+    its origin is recorded if none is; a database that never gave a row (a
+    typo in its path, say) holds no name."""
+    origin = check_source(source).origin()
+    if origin is None or cfg.keys.prefix in source.checked_prefixes:
+        return
+    route, key = cfg.keys.row_origin(source.name)
+    if record:
+        # Sent twice, the SET finds its own value and the GET reads it again.
+        reply = yield write(route, ("SET", key, origin, "NX"), ("GET", key), idempotent=True)
+    else:
+        reply = yield read(route, ("GET", key))
+    recorded = reply[-1]
+    if recorded is None:
+        return
+    if text(recorded) != origin:
+        raise SourceConflict(
+            f"row source {source.name!r} reads {origin}, but its cache holds rows of "
+            f"{text(recorded)}: give this source another name (if that database moved "
+            f"here, delete the key {key})"
+        )
+    source.checked_prefixes.add(cfg.keys.prefix)
+
+
 # -- the schedule ---------------------------------------------------------------------
 
 
@@ -163,6 +193,7 @@ def schedule(cfg: Config, source: Source, row_id: object, delay: float) -> Op[bo
     Returns whether the row was newly scheduled."""
     key = check_source(source).key(row_id)
     ms = _delay_ms(delay)
+    yield from check_origin(cfg, source)
     shard = _shard(cfg, source, key)
     keys = (shard.due, shard.delay, shard.fill, shard.lease, shard.fail, shard.row(key))
     (added,) = yield write(shard.route, ScriptCall(SCHEDULE, keys, (key, ms)), idempotent=True)
@@ -205,6 +236,7 @@ def get(
     miss reads the row from the database and caches it; concurrent readers
     of the same missing row wait for that one load (single flight)."""
     key = check_source(source).key(row_id)
+    yield from check_origin(cfg, source)
     shard = _shard(cfg, source, key)
     (copy,) = yield read(shard.route, ("GET", shard.row(key)))
     if copy is not None or not load:
@@ -221,6 +253,7 @@ def get_many(
     however many missed), each under the single flight :func:`get` keeps."""
     check_source(source)
     wanted = {row_id: source.key(row_id) for row_id in check_list("row_ids", row_ids)}
+    yield from check_origin(cfg, source)
     groups: dict[RowShard, list[str]] = defaultdict(list)
     for key in dict.fromkeys(wanted.values()):
         groups[_shard(cfg, source, key)].append(key)
@@ -247,6 +280,7 @@ def warm(cfg: Config, source: Source, row_ids: Iterable[object]) -> Op[int]:
     many rows this call loaded."""
     check_source(source)
     keys = list(dict.fromkeys(source.key(row_id) for row_id in check_list("row_ids", row_ids)))
+    yield from check_origin(cfg, source)
     shards = {key: _shard(cfg, source, key) for key in keys}
     replies = yield tuple(read(shards[key].route, ("EXISTS", shards[key].row(key))) for key in keys)
     missed = [key for key, (cached,) in zip(keys, replies, strict=True) if not cached]
@@ -301,6 +335,8 @@ def _load_many(
         raise SourceError(
             f"{source.name}: loading {len(tickets)} rows failed: {first_line(error)}"
         ) from error
+    if any(data.values()):
+        yield from check_origin(cfg, source, record=True)
     yield tuple(
         store_request(cfg, shard, [(key, ticket, "f", data[key]) for key, ticket in claims])
         for shard, claims in by_shard.items()
@@ -345,6 +381,8 @@ def _load_one(
         raise SourceError(
             f"{source.name}: loading row {key!r} failed: {first_line(error)}"
         ) from error
+    if data:
+        yield from check_origin(cfg, source, record=True)
     yield store_request(cfg, shard, [(key, ticket, mode, data)])
     # A refused store means a newer load or a change came meanwhile; what
     # this load read is still at least as new as the call, so the caller
@@ -360,6 +398,7 @@ def invalidate(cfg: Config, source: Source, row_id: object) -> Op[bool]:
     off loads in flight, and make it due now if it is scheduled. Call it
     after your transaction commits. Returns whether a copy was dropped."""
     key = check_source(source).key(row_id)
+    yield from check_origin(cfg, source)
     (dropped,) = yield _invalidate(_shard(cfg, source, key), key)
     return bool(dropped)
 
@@ -373,6 +412,7 @@ def refresh_now(cfg: Config, source: Source, row_id: object) -> Op[dict[str, Any
     copy is dropped (it is stale) and :class:`~webtier.errors.SourceError`
     is raised."""
     key = check_source(source).key(row_id)
+    yield from check_origin(cfg, source)
     shard = _shard(cfg, source, key)
     (reply,) = yield _fill(cfg, shard, key, "force")
     return (yield from _load_one(cfg, source, shard, key, text(reply[1]), "n"))

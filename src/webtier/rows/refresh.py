@@ -22,6 +22,7 @@ from webtier.rows.codec import encode
 from webtier.rows.ops import (
     CLAIM,
     bookkeeping_ms,
+    check_origin,
     first_line,
     nonce,
     release_request,
@@ -106,6 +107,8 @@ def refresh_round(
         if sources is None
         else (check_source(s) for s in check_list("sources", sources))
     )
+    for source in chosen:
+        yield from check_origin(cfg, source)
     plan = [(s, cfg.keys.row_shard(s.name, n)) for s in chosen for n in range(settings.shards)]
     if not plan:
         return Round(RefreshReport(), None, False, None)
@@ -184,6 +187,8 @@ def _refresh_chunk(cfg: Config, source: Source, chunk: list[_Claim], tally: _Tal
         yield from _give_back(cfg, unstorable, tally)
     if not stores:
         return
+    if any(data for entries in stores.values() for *_, data in entries):
+        yield from check_origin(cfg, source, record=True)
     replies = yield tuple(store_request(cfg, shard, entries) for shard, entries in stores.items())
     for (results,) in replies:
         for result in results:

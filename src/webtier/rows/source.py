@@ -27,6 +27,17 @@ class Source(abc.ABC):
 
     def __init__(self, name: str) -> None:
         self.name = check_source_name(name)
+        # The key prefixes where this source's origin was found recorded
+        # (see :meth:`origin`): checked once per prefix, on first use.
+        self.checked_prefixes: set[str] = set()
+
+    def origin(self) -> str | None:
+        """Where the rows come from, recorded beside the cache in Redis at
+        first use, so that another source of the same name reading another
+        database is refused (:class:`~webtier.errors.SourceConflict`)
+        rather than served this one's rows. ``None``: nothing to record (a
+        function's rows have no database to name)."""
+        return None
 
     def key(self, row_id: object) -> str:
         """The text that stands for ``row_id`` in Redis: ints and UUIDs in

@@ -136,6 +136,20 @@ class SqlSource(Source):
             self._query = self._prepare(self._table)
             self._key_kind = self._query[2]
 
+    def origin(self) -> str:
+        """The database (its URL without password; a SQLite file by its
+        absolute path) and the table the rows come from."""
+        given = self._url if self._url is not None else cast(sa.Engine, self._engine).url
+        url = sa.make_url(given)
+        path = url.database
+        if url.get_backend_name() == "sqlite" and path and path != ":memory:":
+            if path.startswith("file:"):  # the read-write URI form open_engine makes
+                path = path[len("file:") :]
+                url = url.set(query={})
+            url = url.set(database=str(Path(path).resolve()))
+        table = self._table_name if self.schema is None else f"{self.schema}.{self._table_name}"
+        return f"{shown(url)} table {table}"
+
     @property
     def engine(self) -> sa.Engine:
         """The engine rows are read through (made on first use from a URL)."""

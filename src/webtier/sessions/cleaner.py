@@ -25,10 +25,10 @@ from webtier.types import SessionCleanReport
 # -- the cleaner ----------------------------------------------------------------------------
 
 
-def _check_limit(limit: object) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise InvalidInput("limit", "must be an int >= 0", limit)
-    return limit
+def _check_keep(keep: object) -> int:
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise InvalidInput("keep", "must be an int >= 0", keep)
+    return keep
 
 
 def _scores(page: list[Reply]) -> list[int]:
@@ -201,17 +201,17 @@ def _stale_age_us(settings: SessionSettings) -> int:
 
 
 def clean(
-    cfg: Config, *, limit: int | None = None, max_steps: int | None = None
+    cfg: Config, *, keep: int | None = None, max_steps: int | None = None
 ) -> Op[SessionCleanReport]:
-    """One cleaner pass: remove the least recently seen sessions beyond
-    ``limit`` (default: the configured one), and those idle past the idle
-    timeout or the backstop, step by step until none is left to remove (or
-    ``max_steps``). Race-free: a session touched after the cleaner read its
+    """One cleaner pass: keep the ``keep`` most recently seen sessions
+    (default: the configured limit) and remove the others, and those idle
+    past the idle timeout or the backstop, step by step until none is left
+    to remove (or ``max_steps``). Race-free: a session touched after the cleaner read its
     shard is kept. Two round trips per step (three when sampled scores do
     not suffice). The users' indexes are hints, pruned when read
     (:func:`of_user`, :func:`login`, :func:`revoke`)."""
     settings = cfg.sessions
-    keep = settings.limit if limit is None else _check_limit(limit)
+    keep = settings.limit if keep is None else _check_keep(keep)
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int)):
         raise InvalidInput("max_steps", "must be an int >= 1 or None", max_steps)
     started = cfg.clock.monotonic()

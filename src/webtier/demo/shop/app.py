@@ -35,6 +35,8 @@ with extra_needed("shop", "the demo shop"):
     import sqlalchemy as sa
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.responses import RedirectResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
@@ -172,8 +174,15 @@ def with_dashboard(shop: Starlette, tier: AsyncWebTier) -> Starlette:
         async with shop.router.lifespan_context(shop):
             yield
 
+    async def to_dashboard(request: Request) -> RedirectResponse:
+        # The address `webtier demo` prints has no slash; the Mount below
+        # only takes /dashboard/..., and the shop's catch-all would 404 it.
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(f"{request.scope.get('root_path', '')}/dashboard/{query}")
+
     outer = Starlette(
         routes=[
+            Route("/dashboard", to_dashboard),
             Mount("/dashboard", dashboard(tier, rules=PAGE_RULES)),
             Route("/metrics", metrics_app(tier)),
             Mount("", shop),
