@@ -1,0 +1,89 @@
+"""Django's session engine on webtier: :class:`SessionStore`, served as
+``webtier.web.sessions.django.SessionStore`` (``SESSION_ENGINE =
+"webtier.web.sessions.django"``; see that module)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.sessions.backends.base import CreateError, SessionBase, UpdateError
+
+from webtier.errors import ServerError
+from webtier.sessions import new_token, store
+from webtier.web.sessions.django import configured_tier
+
+_CREATE_ATTEMPTS = 5  # a fresh 256-bit id is never taken; this only bounds a broken RNG
+
+
+class SessionStore(SessionBase):  # type: ignore[misc]  # Django ships no types
+    """Django's session engine on webtier (``SESSION_ENGINE =
+    "webtier.web.sessions.django"``): see :mod:`webtier.web.sessions.django`."""
+
+    _session_key: str | None  # SessionBase's property: the id, checked for form
+
+    def __init__(self, session_key: str | None = None) -> None:
+        super().__init__(session_key)
+        # Each key's JSON as last read or saved: a save sends only the keys
+        # whose JSON differs, so parallel requests keep each other's changes.
+        self._saved: dict[str, str] = {}
+
+    @property
+    def _store(self) -> Any:
+        return configured_tier().session_store
+
+    def _get_new_session_key(self) -> str:
+        return new_token()
+
+    async def _aget_new_session_key(self) -> str:
+        return new_token()
+
+    def load(self) -> dict[str, Any]:
+        found = self._store.read(self.session_key) if self.session_key else None
+        if found is None:
+            # Unknown, expired or of another form: a new session, never this id.
+            self._session_key, self._saved = None, {}
+            return {}
+        self._saved = store.encoded(found.data)
+        return dict(found.data)
+
+    def exists(self, session_key: str | None) -> bool:
+        return bool(session_key) and bool(self._store.exists(session_key))
+
+    def create(self) -> None:
+        for _ in range(_CREATE_ATTEMPTS):
+            self._session_key = self._get_new_session_key()
+            try:
+                self.save(must_create=True)
+            except CreateError:
+                continue
+            self.modified = True
+            return
+        raise ServerError("could not find a free session id")  # pragma: no cover
+
+    def save(self, must_create: bool = False) -> None:
+        if self.session_key is None:
+            return self.create()
+        data = self._get_session(no_load=must_create)
+        expiry = self.get_expiry_age()
+        if must_create:
+            if not self._store.create(self.session_key, data, expiry=expiry):
+                raise CreateError
+        else:
+            changed, removed = store.changes(self._saved, data)
+            if not self._store.save(self.session_key, changed, removed, expiry=expiry):
+                raise UpdateError  # deleted meanwhile (a logout): never resurrected
+        self._saved = store.encoded(data)
+        return None
+
+    def delete(self, session_key: str | None = None) -> None:
+        if session_key is None:
+            if self.session_key is None:
+                return
+            session_key = self.session_key
+        self._store.delete(session_key)
+
+    @classmethod
+    def clear_expired(cls) -> None:
+        """Redis expires sessions itself; ``clearsessions`` runs one pass of
+        the capped store's cleaner (the worker's "sessions" job)."""
+        configured_tier().sessions.clean()

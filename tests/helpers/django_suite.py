@@ -1,0 +1,221 @@
+"""Django's own tests of a session backend, and a Django project's login,
+logout, messages and parallel requests, on webtier's session engine
+(``SESSION_ENGINE = "webtier.web.sessions.django"``).
+
+Run in a process of its own (Django is configured once per process, with
+the apps Django's suite needs), by tests/integration/test_sessions_django_engine.py::
+
+    python -m tests.helpers.django_suite REDIS_URL PREFIX DJANGO_TESTS_DIR
+
+``DJANGO_TESTS_DIR`` is the ``tests/`` folder of Django's source
+distribution, whose ``sessions_tests/tests.py`` holds ``SessionTestsMixin``.
+Prints one JSON document: per suite, the tests run, failed (with their
+tracebacks) and skipped (with the reason).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import sys
+import threading
+import time
+import unittest
+from typing import Any
+
+import django
+import httpx
+from django.conf import settings
+
+import webtier
+from webtier.config import SessionSettings
+
+# -- the project ---------------------------------------------------------------------------
+
+PARALLEL = 200  # requests per client in the lost-update test, two clients at once
+
+
+def configure(redis_url: str, prefix: str, tests_dir: str) -> webtier.WebTier:
+    sys.path.insert(0, tests_dir)
+    # Room for the lost-update test's 2 x PARALLEL keys: limits are the deployment's.
+    limits = SessionSettings(max_fields=4 * PARALLEL, max_data_bytes=64 * 1024)
+    config = dataclasses.replace(webtier.Config(prefix=prefix), sessions=limits)
+    tier = webtier.WebTier(webtier.connect(redis_url), config)
+    settings.configure(
+        DEBUG=False,
+        SECRET_KEY="only-for-these-tests",
+        ALLOWED_HOSTS=["*"],
+        ROOT_URLCONF=__name__,
+        INSTALLED_APPS=[
+            "django.contrib.contenttypes",
+            "django.contrib.auth",
+            "django.contrib.sessions",
+            "django.contrib.messages",
+            "sessions_tests",  # Django's suite: its models module is imported by the tests
+        ],
+        MIDDLEWARE=[
+            "django.contrib.sessions.middleware.SessionMiddleware",
+            "django.contrib.auth.middleware.AuthenticationMiddleware",
+            "django.contrib.messages.middleware.MessageMiddleware",
+        ],
+        MESSAGE_STORAGE="django.contrib.messages.storage.session.SessionStorage",
+        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+        PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
+        SESSION_ENGINE="webtier.web.sessions.django",
+        WEBTIER_SESSIONS={"tier": tier},
+        STATIC_URL="/static/",  # the live server's handlers need them
+        MEDIA_URL="/media/",
+        USE_TZ=True,
+    )
+    django.setup()
+    return tier
+
+
+def _views() -> list[Any]:
+    from django.contrib import auth, messages
+    from django.http import HttpResponse, JsonResponse
+    from django.urls import path
+
+    def log_in(request: Any) -> HttpResponse:
+        user = auth.authenticate(request, username="ann", password="secret")
+        auth.login(request, user)
+        messages.info(request, "welcome back")
+        return HttpResponse("in")
+
+    def log_out(request: Any) -> HttpResponse:
+        auth.logout(request)
+        return HttpResponse("out")
+
+    def me(request: Any) -> JsonResponse:
+        said = [str(message) for message in messages.get_messages(request)]
+        return JsonResponse({"user": request.user.get_username(), "messages": said})
+
+    def put(request: Any, name: str) -> HttpResponse:
+        request.session[name] = 1
+        time.sleep(0.002)  # the view's own work (a query, a template) before the save
+        return HttpResponse("put")
+
+    def keys(request: Any) -> JsonResponse:
+        return JsonResponse(sorted(request.session.keys()), safe=False)
+
+    return [
+        path("login", log_in),
+        path("logout", log_out),
+        path("me", me),
+        path("put/<str:name>", put),
+        path("keys", keys),
+    ]
+
+
+urlpatterns: list[Any] = []
+
+
+# -- the suites ------------------------------------------------------------------------------
+
+
+def django_suite() -> unittest.TestSuite:
+    """Every test of Django's SessionTestsMixin, sync and async, on webtier's engine."""
+    from django.test import SimpleTestCase
+    from sessions_tests.tests import SessionTestsMixin
+
+    from webtier.web.sessions.django import SessionStore
+
+    class WebtierSessionTests(SessionTestsMixin, SimpleTestCase):  # type: ignore[misc]
+        backend = SessionStore
+
+    return unittest.defaultTestLoader.loadTestsFromTestCase(WebtierSessionTests)
+
+
+def project_suite(tier: webtier.WebTier) -> unittest.TestSuite:
+    """A Django project's login, logout and messages, and parallel requests,
+    on webtier's engine."""
+    from django.contrib.auth.models import User
+    from django.test import LiveServerTestCase, override_settings
+
+    from webtier.web.sessions.django import SessionStore
+
+    class WebtierProjectTests(LiveServerTestCase):
+        def setUp(self) -> None:
+            User.objects.create_user("ann", password="secret")
+
+        def test_login_cycles_the_key_and_logout_ends_the_session(self) -> None:
+            with httpx.Client(base_url=self.live_server_url) as http:
+                response = http.get("/put/cart")  # an anonymous session
+                assert response.status_code == 200, response.text[:3000]
+                before = http.cookies["sessionid"]
+                http.post("/login")
+                after = http.cookies["sessionid"]
+                assert before != after
+                assert not SessionStore().exists(before)  # the old key is dead
+                assert http.get("/me").json() == {"user": "ann", "messages": ["welcome back"]}
+                assert "cart" in http.get("/keys").json()  # carried over the login
+                stolen = httpx.get(f"{self.live_server_url}/me", cookies={"sessionid": before})
+                assert stolen.json()["user"] == ""
+                http.post("/logout")
+                assert not SessionStore().exists(after)
+                assert http.get("/me").json()["user"] == ""
+
+        def test_parallel_requests_changing_different_keys_keep_every_change(self) -> None:
+            LOST["webtier"] = lost_updates(self.live_server_url)
+            assert LOST["webtier"] == 0
+
+    @override_settings(SESSION_ENGINE="django.contrib.sessions.backends.cache")
+    class DjangoCacheBackendTests(LiveServerTestCase):
+        """The anchor: Django's cache backend saves the whole session."""
+
+        def test_parallel_requests_on_djangos_cache_backend(self) -> None:
+            LOST["django-cache"] = lost_updates(self.live_server_url)  # counted, not asserted
+
+    load = unittest.defaultTestLoader.loadTestsFromTestCase
+    return unittest.TestSuite([load(WebtierProjectTests), load(DjangoCacheBackendTests)])
+
+
+LOST: dict[str, int] = {}  # engine -> updates lost of 2 x PARALLEL
+
+
+def lost_updates(base: str) -> int:
+    """Two clients of one session, each sending PARALLEL requests that set
+    a key of its own, at once: how many of the 2 x PARALLEL keys are missing."""
+    with httpx.Client(base_url=base) as first:
+        first.get("/put/start")
+        cookie = {"sessionid": first.cookies["sessionid"]}
+
+    def requests(name: str) -> None:
+        with httpx.Client(base_url=base, cookies=cookie) as http:
+            for i in range(PARALLEL):
+                http.get(f"/put/{name}{i}")
+
+    workers = [threading.Thread(target=requests, args=(name,)) for name in ("a", "b")]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    keys = httpx.get(f"{base}/keys", cookies=cookie).json()
+    return 2 * PARALLEL + 1 - len(keys)
+
+
+def run(suite: unittest.TestSuite) -> dict[str, Any]:
+    result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
+    return {
+        "run": result.testsRun,
+        "failed": {test.id(): trace for test, trace in result.failures + result.errors},
+        "skipped": {test.id(): reason for test, reason in result.skipped},
+    }
+
+
+def main() -> None:
+    redis_url, prefix, tests_dir = sys.argv[1:4]
+    tier = configure(redis_url, prefix, tests_dir)
+    urlpatterns.extend(_views())
+    from django.db import connection
+    from django.test.utils import setup_test_environment
+
+    setup_test_environment()
+    connection.creation.create_test_db(verbosity=0)
+    results = {"django": run(django_suite()), "project": run(project_suite(tier)), "lost": LOST}
+    json.dump(results, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
