@@ -27,6 +27,7 @@ WEB = (
     "jinja2",
     "multipart",
     "starlette_csrf",
+    "starsessions",
     "playwright",
 )
 
