@@ -369,6 +369,7 @@ def _specs(world: World) -> dict[str, Spec]:
         # carts
         "session_store.read": Spec((token,)),
         "session_store.exists": Spec((token,)),
+        "session_store.rotate": Spec((maybe(st.builds(webtier.sessions.new_token)),)),
         "session_store.delete": Spec((maybe(st.builds(webtier.sessions.new_token)),)),
         "session_store.create": Spec(
             (maybe(st.builds(webtier.sessions.new_token)), data),

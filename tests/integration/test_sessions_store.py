@@ -118,6 +118,29 @@ async def test_each_session_has_its_own_expiry_enforced_by_redis(
 
 
 @pytest.mark.matrix
+async def test_rotate_moves_the_session_to_a_new_id_at_once(
+    tier: Any, redis_url: str, prefix: str
+) -> None:
+    store, sid = tier.session_store, new_token()
+    assert await store.create(sid, {"a": 1}, expiry=100)
+    assert await tier.carts.set(sid, "book", 2) is None
+    moved = await store.rotate(sid)
+    assert moved is not None
+    assert moved != sid
+    assert await store.read(sid) is None
+    assert not await store.save(sid, {"a": 2}, expiry=100)  # the old id stays dead
+    assert (await store.read(moved)).data == {"a": 1}
+    assert await tier.carts.get(moved) == {"book": 2}
+    assert 90_000 < _pttl(redis_url, prefix) <= 100_000  # its own expiry moved with it
+    assert await store.rotate(sid) is None
+    assert await store.rotate("12345678") is None
+    assert (await tier.sessions.stats()).sessions == 1
+    logged_in = (await tier.sessions.login(await tier.sessions.new(), "ann")).token
+    with pytest.raises(InvalidInput):
+        await store.rotate(logged_in)
+
+
+@pytest.mark.matrix
 async def test_a_blob_is_stored_as_given(tier: Any) -> None:
     store, sid = tier.session_store, secrets.token_hex(16)
     blob = bytes(range(256))

@@ -69,4 +69,5 @@ class SessionStore(Part):
     exists = async_op(store.exists)
     create = async_op(store.create)
     save = async_op(store.save)
+    rotate = async_op(store.rotate)
     delete = async_op(store.delete)

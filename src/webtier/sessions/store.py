@@ -32,7 +32,7 @@ from webtier._core.protocol import Arg, Op, ScriptCall, read, write
 from webtier.config import Config
 from webtier.errors import DataTooLarge, InvalidInput
 from webtier.sessions import ops, users
-from webtier.sessions.layout import SAVE, Place, timeouts
+from webtier.sessions.layout import ROTATE, SAVE, Place, timeouts
 from webtier.sessions.tokens import is_token, new_session_id
 from webtier.types import StoredSession
 
@@ -125,6 +125,29 @@ def save(
     if not isinstance(changed, Mapping):
         raise InvalidInput("changed", "must be a mapping of names to JSON values", changed)
     return (yield from _save(cfg, where, "update", dict(changed), tuple(removed), expiry, blob))
+
+
+def rotate(cfg: Config, session_id: str) -> Op[str | None]:
+    """Move the session to a new id and return it (None when no session is
+    live under ``session_id``): atomically, so the old id is dead the moment
+    the new one exists (session fixation defence, at login); data, cart,
+    viewed items and expiry move with it. The new id is drawn in the old
+    one's shard, so the move is one script on Cluster too. Never re-sent
+    after a lost reply (:class:`~webtier.errors.OutcomeUnknown`). A
+    logged-in session of webtier's own rotates through ``tier.sessions.login``."""
+    where = place_of(cfg, session_id)
+    if where is None:
+        return None
+    while True:
+        fresh = Place(cfg, users.token_in_shard(cfg, where.shard))
+        call = ScriptCall(ROTATE, (where.key, fresh.key, where.recent), (where.token, fresh.token))
+        ((moved,),) = yield (write(where.route, call, idempotent=False),)
+        if int(moved) == 1:
+            return fresh.token
+        if int(moved) == 0:
+            return None
+        if int(moved) == -2:
+            raise InvalidInput("session_id", "is a logged-in session: use sessions.login")
 
 
 def delete(cfg: Config, session_id: str) -> Op[bool]:

@@ -69,4 +69,5 @@ class SessionStore(Part):
     exists = sync_op(store.exists)
     create = sync_op(store.create)
     save = sync_op(store.save)
+    rotate = sync_op(store.rotate)
     delete = sync_op(store.delete)

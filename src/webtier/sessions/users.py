@@ -78,7 +78,7 @@ def merge_carts(
     return kept, changes
 
 
-def _token_in_shard(cfg: Config, shard: int) -> str:
+def token_in_shard(cfg: Config, shard: int) -> str:
     """A fresh token in ``shard`` (about ``shards`` draws): the old and new
     token then share a slot, so a login is one atomic script."""
     shards = cfg.sessions.shards
@@ -155,7 +155,7 @@ def login(cfg: Config, token: str, user: str, *, cart_policy: str = "add") -> Op
         merged, changes = merge_carts(
             user_cart, anonymous, cart_policy, settings.cart_lines, settings.cart_count
         )
-        new_one = _token_in_shard(cfg, where.shard)
+        new_one = token_in_shard(cfg, where.shard)
         moved = Place(cfg, new_one)
         args = (
             token, new_one, user, *timeouts(settings),

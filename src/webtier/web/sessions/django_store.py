@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.contrib.sessions.backends.base import CreateError, SessionBase, UpdateError
 
 from webtier.errors import ServerError
@@ -74,6 +75,20 @@ class SessionStore(SessionBase):  # type: ignore[misc]  # Django ships no types
                 raise UpdateError  # deleted meanwhile (a logout): never resurrected
         self._saved = store.encoded(data)
         return None
+
+    def cycle_key(self) -> None:
+        """A new key, the data kept, the old key dead at once (``auth.login``
+        calls it): one atomic move in Redis (``tier.session_store.rotate``)
+        where Django's backends create a copy and delete the original."""
+        data = self._session
+        moved = self._store.rotate(self.session_key) if self.session_key else None
+        if moved is None:  # nothing stored yet: a new session with the data
+            super().cycle_key()
+            return
+        self._session_key, self._session_cache, self.modified = moved, data, True
+
+    async def acycle_key(self) -> None:
+        await sync_to_async(self.cycle_key)()
 
     def delete(self, session_key: str | None = None) -> None:
         if session_key is None:

@@ -96,9 +96,12 @@ class SessionInterface(FlaskSessionInterface):
     def regenerate(self, session: StoredSession) -> None:
         """A new id for ``session``, its data kept, the old id dead at once:
         call it at login (``app.session_interface.regenerate(flask.session)``)."""
-        if session.sid is not None:
-            self.tier.session_store.delete(session.sid)
-        session.sid, session.saved, session.modified = None, {}, True
+        moved = self.tier.session_store.rotate(session.sid) if session.sid else None
+        if moved is None:  # nothing stored yet: saved under a new id
+            session.sid, session.saved = None, {}
+        else:  # one atomic move in Redis
+            session.sid = moved
+        session.modified = True
 
     def save_session(self, app: Flask, session: SessionMixin, response: Response) -> None:
         if not isinstance(session, StoredSession):  # another interface's, or a null session
