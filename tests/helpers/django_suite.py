@@ -29,7 +29,7 @@ import httpx
 from django.conf import settings
 
 import webtier
-from webtier.config import SessionSettings
+from webtier.config import RetryPolicy, SessionSettings
 
 # -- the project ---------------------------------------------------------------------------
 
@@ -91,6 +91,9 @@ def _views() -> list[Any]:
         said = [str(message) for message in messages.get_messages(request)]
         return JsonResponse({"user": request.user.get_username(), "messages": said})
 
+    def nothing(request: Any) -> HttpResponse:
+        return HttpResponse("nothing")
+
     def put(request: Any, name: str) -> HttpResponse:
         request.session[name] = 1
         time.sleep(0.002)  # the view's own work (a query, a template) before the save
@@ -105,10 +108,12 @@ def _views() -> list[Any]:
         path("me", me),
         path("put/<str:name>", put),
         path("keys", keys),
+        path("nothing", nothing),
     ]
 
 
 urlpatterns: list[Any] = []
+handler500 = "webtier.web.sessions.django.server_error"
 
 
 # -- the suites ------------------------------------------------------------------------------
@@ -155,6 +160,20 @@ def project_suite(tier: webtier.WebTier) -> unittest.TestSuite:
                 http.post("/logout")
                 assert not SessionStore().exists(after)
                 assert http.get("/me").json()["user"] == ""
+
+        def test_while_redis_is_away_a_request_needing_the_session_gets_503(self) -> None:
+            with httpx.Client(base_url=self.live_server_url) as http:
+                http.get("/put/cart")
+                config = webtier.Config(retry=RetryPolicy(attempts=1))
+                away = webtier.WebTier(webtier.connect("redis://127.0.0.1:9/0"), config)
+                with override_settings(WEBTIER_SESSIONS={"tier": away}):
+                    assert http.get("/nothing").status_code == 200
+                    read = http.get("/keys")
+                    assert read.status_code == 503
+                    assert read.headers["retry-after"] == "5"
+                    assert http.get("/put/more").status_code == 503
+                assert "cart" in http.get("/keys").json()
+                webtier.disconnect(away.client)
 
         def test_parallel_requests_changing_different_keys_keep_every_change(self) -> None:
             LOST["webtier"] = lost_updates(self.live_server_url)

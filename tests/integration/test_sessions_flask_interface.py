@@ -16,10 +16,12 @@ import httpx
 import pytest
 
 import webtier
+from tests.helpers.servers import BINARIES
 from tests.helpers.web import serving
-from webtier.config import SessionSettings
+from webtier.config import RetryPolicy, SessionSettings
 from webtier.errors import ConfigError
 from webtier.sessions.store import place_of
+from webtier.testing import RedisServer
 from webtier.web.sessions.flask import SessionInterface
 
 PARALLEL = 200  # requests per client in the lost-update test, two clients at once
@@ -191,6 +193,28 @@ def test_a_session_ended_elsewhere_is_never_saved_back(tier: webtier.WebTier) ->
         app.session_interface.save_session(app, session, response)
     assert tier.session_store.read(sid) is None
     assert "session=;" in response.headers["Set-Cookie"]
+
+
+def test_while_redis_is_away_reads_are_anonymous_and_writes_get_503(prefix: str) -> None:
+    with RedisServer.start(BINARIES["standalone"]) as server:
+        client = webtier.connect(server.url, socket_timeout=0.5)
+        retry = RetryPolicy(attempts=2, backoff=0.01, backoff_cap=0.05)
+        tier = webtier.WebTier(client, webtier.Config(prefix=prefix, retry=retry))
+        http = create_app(tier).test_client()
+        http.post("/set", data={"value": "42"})
+        server.kill()
+        assert http.get("/").status_code == 200
+        response = http.get("/get")
+        assert (response.status_code, response.data) == (200, b"no value set")
+        response = http.post("/set", data={"value": "43"})
+        assert response.status_code == 503
+        assert b"session store" in response.data
+        assert response.headers["Retry-After"] == "5"
+        server.launch()
+        # The killed server lost its data: the old cookie reads as missing, and writes work.
+        assert http.post("/set", data={"value": "44"}).status_code == 200
+        assert http.get("/get").data == b"44"
+        webtier.disconnect(client)
 
 
 @pytest.mark.slow

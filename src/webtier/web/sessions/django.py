@@ -11,7 +11,10 @@ the admin) on webtier, ``settings.py``::
 (:mod:`webtier.sessions.store`): JSON by key, a save sends only the keys
 the request changed, an update never resurrects a session ended meanwhile,
 Redis enforces each session's expiry; ``clearsessions`` runs a pass of the
-capped store's cleaner. Its async methods run the sync ones in a thread, as
+capped store's cleaner. While Redis is unreachable, Django would answer its
+500 page; in the root URLconf, ``handler500 =
+"webtier.web.sessions.django.server_error"`` answers 503 instead (any other
+error gets Django's own 500 page). Its async methods run the sync ones in a thread, as
 Django's database backends do.
 
 webtier's session middleware (its cookie, carts and viewed items)::
@@ -31,6 +34,7 @@ Django's 500 page.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +44,8 @@ from webtier.sync import WebTier
 from webtier.web._lazy import lazy
 from webtier.web.sessions.adapter import Adapter, environ_headers
 from webtier.web.sessions.cookie import Where, came_through_proxy
-from webtier.web.sessions.outage import UNAVAILABLE_BODY
+from webtier.web.sessions.options import SessionOptions
+from webtier.web.sessions.outage import UNAVAILABLE_BODY, outage_log, unavailable_headers
 from webtier.web.sessions.sync import Session
 
 
@@ -101,6 +106,24 @@ class Middleware(Adapter[WebTier]):
 
         headers = dict(self.unavailable(exception))
         return HttpResponse(UNAVAILABLE_BODY, status=503, headers=headers)
+
+
+def server_error(request: Any) -> Any:
+    """Django's ``handler500`` that answers 503 when the error is Redis being
+    unreachable (a session read in a view, or the session middleware's save),
+    else Django's own 500 page. Django calls it while handling the error."""
+    from django.http import HttpResponse
+    from django.views.defaults import server_error as djangos_server_error
+
+    error = sys.exc_info()[1]
+    if not isinstance(error, RedisUnavailable):
+        return djangos_server_error(request)
+    _OUTAGES.failed(error, "answered 503")
+    headers = dict(unavailable_headers(SessionOptions()))
+    return HttpResponse(UNAVAILABLE_BODY, status=503, headers=headers)
+
+
+_OUTAGES = outage_log(SessionOptions().log_every)
 
 
 # The engine's base class is Django's: imported when Django asks for it

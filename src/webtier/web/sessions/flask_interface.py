@@ -10,6 +10,9 @@ changed in place included, found by comparing their JSON), so parallel
 requests changing different keys both keep their change; a request that
 changed nothing writes nothing. A session ended meanwhile (a logout
 elsewhere, "log out everywhere") is never brought back by a save.
+
+While Redis is unreachable, a request is served as anonymous, and one that
+writes its session gets a 503 (never Flask's 500 page).
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from flask.sessions import SessionInterface as FlaskSessionInterface
 from flask.sessions import SessionMixin
 from werkzeug.datastructures import CallbackDict
 
-from webtier.errors import ConfigError, ServerError
+from webtier._core.deadline import time_limit
+from webtier.errors import ConfigError, RedisUnavailable, ServerError
 from webtier.sessions import new_token, store
 from webtier.sync import WebTier
+from webtier.web.sessions.options import SessionOptions
+from webtier.web.sessions.outage import UNAVAILABLE_BODY, outage_log, unavailable_headers
 
 _CREATE_ATTEMPTS = 5  # a fresh 256-bit id is never taken; this only bounds a broken RNG
 
@@ -39,6 +45,7 @@ class StoredSession(CallbackDict[str, Any], SessionMixin):
 
         super().__init__(data, changed)
         self.sid = sid  # None until the first save creates the session
+        self.unavailable: RedisUnavailable | None = None  # served as anonymous: Redis away
         # Each key's JSON as read or last saved: a save sends what differs.
         self.saved = store.encoded(data or {})
         if data is None:
@@ -70,14 +77,21 @@ class SessionInterface(FlaskSessionInterface):
     ``None`` reads the app's ``SESSION_PERMANENT`` (True if unset, as
     Flask-Session). Either way the stored session expires
     ``PERMANENT_SESSION_LIFETIME`` after its last save or read, in Redis.
+    ``options``: the 503's ``retry_after``, ``time_limit`` and ``log_every``
+    of :class:`~webtier.web.sessions.SessionOptions` (its cookie settings
+    are Flask's own, ``SESSION_COOKIE_*``).
     """
 
     session_class = StoredSession
 
-    def __init__(self, tier: WebTier, *, permanent: bool | None = None) -> None:
+    def __init__(
+        self, tier: WebTier, *, permanent: bool | None = None, options: SessionOptions | None = None
+    ) -> None:
         if not isinstance(tier, WebTier):
             raise ConfigError(f"SessionInterface needs a webtier.WebTier, not {tier!r}")
         self.tier, self.permanent = tier, permanent
+        self.options = options or SessionOptions()  # its retry_after and log_every
+        self.outages = outage_log(self.options.log_every)
 
     def _permanent(self, app: Flask) -> bool:
         if self.permanent is not None:
@@ -88,7 +102,15 @@ class SessionInterface(FlaskSessionInterface):
         sid = request.cookies.get(self.get_cookie_name(app))
         # An unknown, expired or forged id reads as missing: a new session,
         # under a new id (never the one the cookie offered) once it is saved.
-        found = self.tier.session_store.read(sid) if sid else None
+        try:
+            with time_limit(self.options.time_limit):
+                found = self.tier.session_store.read(sid) if sid else None
+        except RedisUnavailable as error:
+            # Served as anonymous; a request that writes gets a 503 (save_session).
+            self.outages.failed(error, "served as anonymous")
+            session = StoredSession(sid=None, permanent=self._permanent(app))
+            session.unavailable = error
+            return session
         if found is None:
             return StoredSession(sid=None, permanent=self._permanent(app))
         return StoredSession(found.data, sid, permanent=self._permanent(app))
@@ -106,10 +128,31 @@ class SessionInterface(FlaskSessionInterface):
     def save_session(self, app: Flask, session: SessionMixin, response: Response) -> None:
         if not isinstance(session, StoredSession):  # another interface's, or a null session
             return
-        name, domain = self.get_cookie_name(app), self.get_cookie_domain(app)
-        path = self.get_cookie_path(app)
         if session.accessed:
             response.vary.add("Cookie")
+        if session.unavailable is not None:
+            if session.modified:  # its writes cannot be kept
+                self._unavailable(response, session.unavailable)
+            return
+        try:
+            with time_limit(self.options.time_limit):
+                self._save(app, session, response)
+        except RedisUnavailable as error:
+            self._unavailable(response, error)
+
+    def _unavailable(self, response: Response, error: RedisUnavailable) -> None:
+        """Turns the response into the 503 every webtier adapter answers
+        while Redis is away: never Flask's 500 page."""
+        self.outages.failed(error, "answered 503")
+        response.status_code = 503
+        response.set_data(UNAVAILABLE_BODY)
+        response.headers.pop("Set-Cookie", None)
+        for name, value in unavailable_headers(self.options):
+            response.headers[name] = value
+
+    def _save(self, app: Flask, session: StoredSession, response: Response) -> None:
+        name, domain = self.get_cookie_name(app), self.get_cookie_domain(app)
+        path = self.get_cookie_path(app)
         if not session:
             if session.modified and session.sid is not None:  # emptied: ended
                 self.tier.session_store.delete(session.sid)
