@@ -22,14 +22,17 @@ from starsessions import SessionMiddleware, load_session, regenerate_session_id
 from starsessions.stores.redis import RedisStore
 
 import webtier
-from webtier.config import SessionSettings
+from tests.helpers.servers import BINARIES
+from webtier.config import RetryPolicy, SessionSettings
 from webtier.errors import ConfigError
+from webtier.testing import RedisServer
 from webtier.web import sessions
 from webtier.web.sessions.starsessions import Store
 
 pytestmark = pytest.mark.anyio
 
 BASE = "https://testserver"  # starsessions' cookie is Secure
+HEX_ID = "0123456789abcdef0123456789abcdef"  # as starsessions' generate_session_id makes them
 PARALLEL = 200  # requests per client in the lost-update test, two clients at once
 
 
@@ -88,7 +91,7 @@ def routes(*, load: bool) -> list[Route]:
     ]
 
 
-def client(app: Any, **cookies: str) -> httpx.AsyncClient:
+def client_of(app: Any, **cookies: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=BASE, cookies=cookies)
 
 
@@ -102,7 +105,7 @@ def webtier_app(tier: Any) -> Starlette:
 
 
 async def test_request_session_is_set_modified_and_removed_across_requests(tier: Any) -> None:
-    async with client(webtier_app(tier)) as http:
+    async with client_of(webtier_app(tier)) as http:
         nothing = await http.get("/nothing")
         assert "set-cookie" not in nothing.headers  # no session, no cookie
         assert (await http.get("/")).json() == {}
@@ -117,7 +120,7 @@ async def test_request_session_is_set_modified_and_removed_across_requests(tier:
 
 
 async def test_request_session_and_the_cart_are_one_session(tier: Any) -> None:
-    async with client(webtier_app(tier)) as http:
+    async with client_of(webtier_app(tier)) as http:
         await http.get("/put/theme/dark")
         token = http.cookies["webtier_session"]
         assert (await http.get("/cart")).json() == {"book": 2}
@@ -126,22 +129,41 @@ async def test_request_session_and_the_cart_are_one_session(tier: Any) -> None:
         assert (await tier.carts.get(token)) == {"book": 2}
 
 
+async def test_an_outage_answers_503_to_requests_needing_request_session(prefix: str) -> None:
+    with RedisServer.start(BINARIES["standalone"]) as server:
+        client = webtier.connect_async(server.url, socket_timeout=0.5)
+        retry = RetryPolicy(attempts=2, backoff=0.01, backoff_cap=0.05)
+        tier = webtier.AsyncWebTier(client, webtier.Config(prefix=prefix, retry=retry))
+        async with client_of(webtier_app(tier)) as http:
+            await http.get("/put/theme/dark")
+            server.kill()
+            assert (await http.get("/")).status_code == 503  # loading it needs Redis
+            response = await http.get("/put/theme/light")
+            assert response.status_code == 503
+            assert "session store" in response.text
+            async with client_of(webtier_app(tier)) as anonymous:
+                assert (await anonymous.get("/nothing")).status_code == 200
+                assert (await anonymous.get("/put/a/b")).status_code == 503  # the save
+            server.launch()
+        await client.aclose()
+
+
 async def _lost_updates(app: Any, cookie_name: str) -> int:
     """Two clients of one session, each sending PARALLEL requests that set a
     key of its own, at once: how many of the 2 x PARALLEL keys are missing."""
-    async with client(app) as first:
+    async with client_of(app) as first:
         await first.get("/put/start/1")
         cookie = {cookie_name: first.cookies[cookie_name]}
 
     async def requests(name: str) -> None:
-        async with client(app, **cookie) as http:
+        async with client_of(app, **cookie) as http:
             for i in range(PARALLEL):
                 assert (await http.get(f"/put/{name}{i}/1")).status_code == 200
 
     async with anyio.create_task_group() as group:
         group.start_soon(requests, "a")
         group.start_soon(requests, "b")
-    async with client(app, **cookie) as http:
+    async with client_of(app, **cookie) as http:
         kept = (await http.get("/")).json()
     return sum(f"{name}{i}" not in kept for name in "ab" for i in range(PARALLEL))
 
@@ -172,7 +194,7 @@ def starsessions_app(store: Store, **options: Any) -> Starlette:
 async def test_store_read_write(tier: Any) -> None:
     """Mirrors starsessions tests/backends/test_redis.py::test_redis_read_write."""
     store = Store(tier)
-    sid = await store.write("0123456789abcdef0123456789abcdef", b"data", lifetime=60, ttl=60)
+    sid = await store.write(HEX_ID, b"data", lifetime=60, ttl=60)
     assert await store.read(sid, lifetime=60) == b"data"
     assert await store.write(sid, b"more", lifetime=60, ttl=60) == sid  # kept once stored
     assert await store.read(sid, lifetime=60) == b"more"
@@ -182,14 +204,14 @@ async def test_store_write_with_session_only_setup(tier: Any) -> None:
     """Mirrors test_redis.py::test_redis_write_with_session_only_setup (and
     tests/backends/test_memory.py::test_in_memory_expires: readable at once)."""
     store = Store(tier)
-    sid = await store.write("0123456789abcdef0123456789abcdef", b"data", lifetime=0, ttl=0)
+    sid = await store.write(HEX_ID, b"data", lifetime=0, ttl=0)
     assert await store.read(sid, lifetime=0) == b"data"
 
 
 async def test_store_remove(tier: Any) -> None:
     """Mirrors test_redis.py::test_redis_remove and test_memory.py::test_in_memory_remove."""
     store = Store(tier)
-    sid = await store.write("0123456789abcdef0123456789abcdef", b"data", lifetime=60, ttl=60)
+    sid = await store.write(HEX_ID, b"data", lifetime=60, ttl=60)
     await store.remove(sid)
     assert await store.read(sid, lifetime=60) == b""
     await store.remove("missing")  # no error on a missing session
@@ -199,7 +221,7 @@ async def test_store_empty_session(tier: Any) -> None:
     """Mirrors test_redis.py::test_redis_empty_session."""
     store = Store(tier)
     assert await store.read("unknown_session_id", lifetime=60) == b""
-    assert await store.read("0123456789abcdef0123456789abcdef", lifetime=60) == b""
+    assert await store.read(HEX_ID, lifetime=60) == b""
 
 
 async def test_store_requires_a_tier() -> None:
@@ -211,7 +233,7 @@ async def test_store_requires_a_tier() -> None:
 async def test_store_ttl_is_enforced_by_redis(tier: Any) -> None:
     """Mirrors test_memory.py::test_in_memory_ttl_unit_is_seconds, on Redis's clock."""
     store = Store(tier)
-    sid = await store.write("0123456789abcdef0123456789abcdef", b"data", lifetime=60, ttl=1)
+    sid = await store.write(HEX_ID, b"data", lifetime=60, ttl=1)
     assert await store.read(sid, lifetime=60) == b"data"
     await anyio.sleep(1.5)  # only checked after the ttl has surely passed
     assert await store.read(sid, lifetime=60) == b""
@@ -221,9 +243,9 @@ async def test_loads_empty_and_not_existing_sessions(tier: Any) -> None:
     """Mirrors starsessions tests/test_middleware.py::test_loads_empty_session
     and ::test_handles_not_existing_session."""
     app = starsessions_app(Store(tier))
-    async with client(app) as http:
+    async with client_of(app) as http:
         assert (await http.get("/")).json() == {}
-    async with client(app, session="session_id") as http:
+    async with client_of(app, session="session_id") as http:
         assert (await http.get("/")).json() == {}
 
 
@@ -231,13 +253,13 @@ async def test_loads_existing_session_and_sends_cookies(tier: Any) -> None:
     """Mirrors test_middleware.py::test_loads_existing_session,
     ::test_send_cookie_if_session_created and ::test_send_cookie_if_session_updated."""
     store = Store(tier)
-    sid = await store.write("0123456789abcdef0123456789abcdef", b'{"key": "value"}', 60, 60)
-    async with client(starsessions_app(store, lifetime=60), session=sid) as http:
+    sid = await store.write(HEX_ID, b'{"key": "value"}', 60, 60)
+    async with client_of(starsessions_app(store, lifetime=60), session=sid) as http:
         assert (await http.get("/")).json() == {"key": "value"}
         response = await http.get("/put/key2/value2")
         assert "session=" in response.headers["set-cookie"]
         assert (await http.get("/")).json() == {"key": "value", "key2": "value2"}
-    async with client(starsessions_app(store)) as http:
+    async with client_of(starsessions_app(store)) as http:
         assert "session=" in (await http.get("/put/key/value")).headers["set-cookie"]
 
 
@@ -246,18 +268,18 @@ async def test_a_destroyed_session_is_cleared_from_the_store(tier: Any) -> None:
     ::test_will_clear_storage_if_session_destroyed and
     ::test_will_not_send_cookie_if_initially_empty_session_destroyed."""
     store = Store(tier)
-    sid = await store.write("0123456789abcdef0123456789abcdef", b'{"key2": "value2"}', 60, 60)
-    async with client(starsessions_app(store), session=sid) as http:
+    sid = await store.write(HEX_ID, b'{"key2": "value2"}', 60, 60)
+    async with client_of(starsessions_app(store), session=sid) as http:
         response = await http.get("/clear")
         assert "01 Jan 1970 00:00:00 GMT" in response.headers["set-cookie"]
     assert await store.read(sid, lifetime=60) == b""
-    async with client(starsessions_app(store), session="session_id") as http:
+    async with client_of(starsessions_app(store), session="session_id") as http:
         assert "set-cookie" not in (await http.get("/clear")).headers
 
 
 async def test_session_only_cookies(tier: Any) -> None:
     """Mirrors test_middleware.py::test_session_only_cookies."""
-    async with client(starsessions_app(Store(tier), lifetime=0)) as http:
+    async with client_of(starsessions_app(Store(tier), lifetime=0)) as http:
         response = await http.get("/put/key/value")
         assert "max-age" not in response.headers["set-cookie"].lower()
         assert (await http.get("/")).json() == {"key": "value"}
@@ -267,10 +289,10 @@ async def test_an_offered_unknown_id_never_becomes_a_session(tier: Any) -> None:
     """starsessions writes a new session under the id the cookie offered;
     webtier's store answers with an id of its own (no session fixation)."""
     store = Store(tier)
-    async with client(starsessions_app(store), session="0123456789abcdef0123456789abcdef") as http:
+    async with client_of(starsessions_app(store), session=HEX_ID) as http:
         response = await http.get("/put/key/value")
-        assert response.cookies["session"] != "0123456789abcdef0123456789abcdef"
-    assert await store.read("0123456789abcdef0123456789abcdef", lifetime=60) == b""
+        assert response.cookies["session"] != HEX_ID
+    assert await store.read(HEX_ID, lifetime=60) == b""
 
 
 async def test_a_regenerated_id_on_login_keeps_the_data(tier: Any) -> None:
@@ -278,7 +300,7 @@ async def test_a_regenerated_id_on_login_keeps_the_data(tier: Any) -> None:
     (starsessions 2.2.1 leaves the old id's data in the store; its main
     branch removes it through the store's ``remove``, tested above.)"""
     store = Store(tier)
-    async with client(starsessions_app(store, lifetime=60)) as http:
+    async with client_of(starsessions_app(store, lifetime=60)) as http:
         await http.get("/put/cart/1")
         before = http.cookies["session"]
         await http.get("/login")
