@@ -23,9 +23,11 @@ import threading
 import time
 import unittest
 from typing import Any
+from unittest import mock
 
 import django
 import httpx
+import redis.connection
 from django.conf import settings
 
 import webtier
@@ -160,6 +162,32 @@ def project_suite(tier: webtier.WebTier) -> unittest.TestSuite:
                 http.post("/logout")
                 assert not SessionStore().exists(after)
                 assert http.get("/me").json()["user"] == ""
+
+        def test_a_read_is_one_round_trip_and_a_save_one_more(self) -> None:
+            sent: list[Any] = []
+            send = redis.connection.AbstractConnection.send_packed_command
+
+            def counted(conn: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+                sent.append(command)
+                return send(conn, command, *args, **kwargs)
+
+            first = SessionStore()
+            first["a"] = 1
+            first.save()
+            SessionStore(first.session_key).load()  # the scripts are loaded from here on
+            with mock.patch.object(
+                redis.connection.AbstractConnection, "send_packed_command", counted
+            ):
+                session = SessionStore(first.session_key)
+                assert session["a"] == 1
+                assert len(sent) == 1
+                session["b"] = 2
+                session.save()
+                assert len(sent) == 2  # only "b" is sent
+                session.cycle_key()  # auth.login's
+                session["_auth_user_id"] = "1"
+                session.save()
+                assert len(sent) == 4
 
         def test_while_redis_is_away_a_request_needing_the_session_gets_503(self) -> None:
             with httpx.Client(base_url=self.live_server_url) as http:

@@ -14,6 +14,7 @@ from typing import Any
 import flask
 import httpx
 import pytest
+import redis.connection
 
 import webtier
 from tests.helpers.servers import BINARIES
@@ -193,6 +194,33 @@ def test_a_session_ended_elsewhere_is_never_saved_back(tier: webtier.WebTier) ->
         app.session_interface.save_session(app, session, response)
     assert tier.session_store.read(sid) is None
     assert "session=;" in response.headers["Set-Cookie"]
+
+
+def test_a_request_costs_one_round_trip_and_one_more_when_it_writes(
+    tier: webtier.WebTier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted on the wire: each pipeline is one ``send_packed_command``."""
+    sent = []
+    send = redis.connection.AbstractConnection.send_packed_command
+
+    def counted(conn: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(command)
+        return send(conn, command, *args, **kwargs)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
+    client = create_app(tier).test_client()
+    client.post("/set", data={"value": "1"})
+    client.post("/modify", data={"value": "2"})  # the scripts are loaded from here on
+    for path, trips in (("/nothing-here", 1), ("/get", 1), ("/get", 1)):
+        sent.clear()
+        client.get(path)
+        assert len(sent) == trips, path  # Flask opens the session of every request
+    sent.clear()
+    client.post("/modify", data={"value": "3"})
+    assert len(sent) == 2  # the read, and the changed key's save
+    sent.clear()
+    client.post("/modify", data={"value": "3"})
+    assert len(sent) == 1  # the same value: nothing to save
 
 
 def test_while_redis_is_away_reads_are_anonymous_and_writes_get_503(prefix: str) -> None:
