@@ -7,18 +7,16 @@ behaviour it checks of a backend."""
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from typing import Any
 
 import flask
-import httpx
 import pytest
 import redis.connection
 
 import webtier
 from tests.helpers.servers import BINARIES
-from tests.helpers.web import serving
+from tests.helpers.web import lost_updates, serving
 from webtier.config import RetryPolicy, SessionSettings
 from webtier.errors import ConfigError
 from webtier.sessions.store import place_of
@@ -255,19 +253,4 @@ def test_parallel_requests_changing_different_keys_keep_every_change(
     limits = SessionSettings(max_fields=4 * PARALLEL, max_data_bytes=64 * 1024)
     tier = webtier.WebTier(sync_client, dataclasses.replace(config, sessions=limits))
     with serving(create_app(tier)) as base:
-        with httpx.Client(base_url=base) as first:
-            first.get("/put/start")
-            cookie = {"session": first.cookies["session"]}
-
-        def requests(name: str) -> None:
-            with httpx.Client(base_url=base, cookies=cookie) as http:
-                for i in range(PARALLEL):
-                    assert http.get(f"/put/{name}{i}").status_code == 200
-
-        workers = [threading.Thread(target=requests, args=(name,)) for name in ("a", "b")]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        keys = httpx.get(f"{base}/keys", cookies=cookie).json()
-    assert {f"{name}{i}" for name in "ab" for i in range(PARALLEL)} <= set(keys)
+        assert lost_updates(base, "session", PARALLEL) == 0
