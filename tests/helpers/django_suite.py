@@ -5,12 +5,13 @@ logout, messages and parallel requests, on webtier's session engine
 Run in a process of its own (Django is configured once per process, with
 the apps Django's suite needs), by tests/integration/test_sessions_django_engine.py::
 
-    python -m tests.helpers.django_suite REDIS_URL PREFIX DJANGO_TESTS_DIR
+    python -m tests.helpers.django_suite REDIS_URL PREFIX DJANGO_TESTS_DIR [browser CHROMIUM]
 
 ``DJANGO_TESTS_DIR`` is the ``tests/`` folder of Django's source
 distribution, whose ``sessions_tests/tests.py`` holds ``SessionTestsMixin``.
 Prints one JSON document: per suite, the tests run, failed (with their
-tracebacks) and skipped (with the reason).
+tracebacks) and skipped (with the reason). With ``browser``, only the
+admin's login journey in Debian's Chromium (``browser_suite``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 import sys
 import time
 import unittest
@@ -50,6 +52,7 @@ def configure(redis_url: str, prefix: str, tests_dir: str) -> webtier.WebTier:
         ALLOWED_HOSTS=["*"],
         ROOT_URLCONF=__name__,
         INSTALLED_APPS=[
+            "django.contrib.admin",
             "django.contrib.contenttypes",
             "django.contrib.auth",
             "django.contrib.sessions",
@@ -60,6 +63,19 @@ def configure(redis_url: str, prefix: str, tests_dir: str) -> webtier.WebTier:
             "django.contrib.sessions.middleware.SessionMiddleware",
             "django.contrib.auth.middleware.AuthenticationMiddleware",
             "django.contrib.messages.middleware.MessageMiddleware",
+        ],
+        TEMPLATES=[
+            {
+                "BACKEND": "django.template.backends.django.DjangoTemplates",
+                "APP_DIRS": True,
+                "OPTIONS": {
+                    "context_processors": [
+                        "django.template.context_processors.request",
+                        "django.contrib.auth.context_processors.auth",
+                        "django.contrib.messages.context_processors.messages",
+                    ]
+                },
+            }
         ],
         MESSAGE_STORAGE="django.contrib.messages.storage.session.SessionStorage",
         DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
@@ -75,7 +91,7 @@ def configure(redis_url: str, prefix: str, tests_dir: str) -> webtier.WebTier:
 
 
 def _views() -> list[Any]:
-    from django.contrib import auth, messages
+    from django.contrib import admin, auth, messages
     from django.http import HttpResponse, JsonResponse
     from django.urls import path
 
@@ -105,6 +121,7 @@ def _views() -> list[Any]:
         return JsonResponse(sorted(request.session.keys()), safe=False)
 
     return [
+        path("admin/", admin.site.urls),
         path("login", log_in),
         path("logout", log_out),
         path("me", me),
@@ -222,6 +239,75 @@ def project_suite(tier: webtier.WebTier) -> unittest.TestSuite:
 LOST: dict[str, int] = {}  # engine -> updates lost of 2 x PARALLEL
 
 
+def browser_suite(chromium: str) -> unittest.TestSuite:
+    """The admin's login page in Debian's Chromium: log in, the session
+    survives, the old cookie is dead, a password change logs every session
+    out (Django's "log out everywhere"), the admin's logout ends the session."""
+    from django.contrib.auth.models import User
+    from django.test import LiveServerTestCase
+    from playwright.sync_api import BrowserContext, Page, sync_playwright
+
+    from webtier.web.sessions.django import SessionStore
+
+    class AdminInChromium(LiveServerTestCase):
+        def setUp(self) -> None:
+            User.objects.create_superuser("ann", "ann@example.com", "secret")
+
+        def test_the_admins_login_journey(self) -> None:
+            base = self.live_server_url
+
+            def sid(context: BrowserContext) -> str:
+                (value,) = [c["value"] for c in context.cookies() if c["name"] == "sessionid"]
+                return str(value)
+
+            def log_in(page: Page, password: str) -> None:
+                page.goto(f"{base}/admin/")
+                assert "/admin/login/" in page.url
+                page.fill("#id_username", "ann")
+                page.fill("#id_password", password)
+                page.click("input[type=submit]")
+                page.wait_for_url(f"{base}/admin/")
+                assert "Site administration" in page.content()
+
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=chromium)
+                context = browser.new_context()
+                page = context.new_page()
+                page.goto(f"{base}/put/cart")  # an anonymous session, before the login
+                before = sid(context)
+                log_in(page, "secret")
+                after = sid(context)
+                assert after != before
+                assert not SessionStore().exists(before)  # cycled: the old cookie is dead
+                page.reload()
+                assert "Site administration" in page.content()  # the session survives
+                stolen = browser.new_context()
+                stolen.add_cookies([{"name": "sessionid", "value": before, "url": base}])
+                thief = stolen.new_page()
+                thief.goto(f"{base}/admin/")
+                assert "/admin/login/" in thief.url
+
+                second = browser.new_context().new_page()
+                log_in(second, "secret")
+                user = User.objects.get(username="ann")
+                user.set_password("changed")
+                user.save()  # every session's hash is stale now: both are logged out
+                for browsing in (page, second):
+                    browsing.goto(f"{base}/admin/")
+                    assert "/admin/login/" in browsing.url
+
+                log_in(page, "changed")
+                current = sid(context)
+                page.click("#logout-form button")
+                page.wait_for_load_state()
+                assert not SessionStore().exists(current)
+                page.goto(f"{base}/admin/")
+                assert "/admin/login/" in page.url
+                browser.close()
+
+    return unittest.defaultTestLoader.loadTestsFromTestCase(AdminInChromium)
+
+
 def run(suite: unittest.TestSuite) -> dict[str, Any]:
     result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
     return {
@@ -240,7 +326,15 @@ def main() -> None:
 
     setup_test_environment()
     connection.creation.create_test_db(verbosity=0)
-    results = {"django": run(django_suite()), "project": run(project_suite(tier)), "lost": LOST}
+    if sys.argv[4:5] == ["browser"]:
+        # Playwright's sync API runs an event loop in this thread, where the
+        # test changes a password through the ORM (on the live server's shared
+        # in-memory database, which another thread would not see).
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+        results = {"browser": run(browser_suite(sys.argv[5]))}
+    else:
+        results = {"django": run(django_suite()), "project": run(project_suite(tier))}
+        results["lost"] = LOST
     json.dump(results, sys.stdout)
 
 

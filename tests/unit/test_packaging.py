@@ -28,6 +28,7 @@ WEB = (
     "multipart",
     "starlette_csrf",
     "starsessions",
+    "flask_login",
     "playwright",
 )
 
