@@ -8,6 +8,7 @@
 -- KEYS[2] = the session under its new id
 -- KEYS[3] = the shard's recency index (zset id -> last seen, server µs)
 -- ARGV[1] = old id, ARGV[2] = new id
+-- ARGV[3] = backstop ms plus how late it may be set: the index outlives it
 -- Returns 1 when moved; 0 when there is no session under the old id; -1
 -- when the new id is taken; -2 for a logged-in session of webtier's own
 -- (its user's index lists its token: it rotates through login).
@@ -21,8 +22,10 @@ end
 if user and user ~= '' then return -2 end
 if redis.call('EXISTS', new) == 1 then return -1 end
 redis.call('RENAME', old, new) -- keeps the key's expiry
-local now_text = server_now()
+local now_text, now_ms = server_now()
 -- Above every score of the shard, as a touch scores (session_prelude.lua).
 redis.call('ZREM', recent, ARGV[1])
 redis.call('ZADD', recent, above_every_score(recent, now_text), ARGV[2])
+-- The ZREM may have emptied (so deleted) the index and the ZADD made it anew.
+redis.call('PEXPIREAT', recent, string.format('%d', now_ms + ARGV[3]))
 return 1

@@ -138,9 +138,11 @@ def rotate(cfg: Config, session_id: str) -> Op[str | None]:
     where = place_of(cfg, session_id)
     if where is None:
         return None
+    _, _, backstop, lateness = timeouts(cfg.sessions)
     while True:
         fresh = Place(cfg, users.token_in_shard(cfg, where.shard))
-        call = ScriptCall(ROTATE, (where.key, fresh.key, where.recent), (where.token, fresh.token))
+        args = (where.token, fresh.token, backstop + lateness)
+        call = ScriptCall(ROTATE, (where.key, fresh.key, where.recent), args)
         ((moved,),) = yield (write(where.route, call, idempotent=False),)
         if int(moved) == 1:
             return fresh.token
