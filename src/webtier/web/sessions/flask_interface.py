@@ -34,13 +34,13 @@ from webtier.web.sessions.outage import UNAVAILABLE_BODY, outage_log, unavailabl
 _CREATE_ATTEMPTS = 5  # a fresh 256-bit id is never taken; this only bounds a broken RNG
 
 
-class StoredSession(CallbackDict[str, Any], SessionMixin):
+class FlaskSession(CallbackDict[str, Any], SessionMixin):
     """``flask.session``: a dict that knows what was stored of it."""
 
     def __init__(
         self, data: dict[str, Any] | None = None, sid: str | None = None, *, permanent: bool
     ) -> None:
-        def changed(session: StoredSession) -> None:
+        def changed(session: FlaskSession) -> None:
             session.modified = session.accessed = True
 
         super().__init__(data, changed)
@@ -82,7 +82,7 @@ class SessionInterface(FlaskSessionInterface):
     are Flask's own, ``SESSION_COOKIE_*``).
     """
 
-    session_class = StoredSession
+    session_class = FlaskSession
 
     def __init__(
         self, tier: WebTier, *, permanent: bool | None = None, options: SessionOptions | None = None
@@ -98,7 +98,7 @@ class SessionInterface(FlaskSessionInterface):
             return self.permanent
         return bool(app.config.get("SESSION_PERMANENT", True))
 
-    def open_session(self, app: Flask, request: Request) -> StoredSession:
+    def open_session(self, app: Flask, request: Request) -> FlaskSession:
         sid = request.cookies.get(self.get_cookie_name(app))
         # An unknown, expired or forged id reads as missing: a new session,
         # under a new id (never the one the cookie offered) once it is saved.
@@ -108,14 +108,14 @@ class SessionInterface(FlaskSessionInterface):
         except RedisUnavailable as error:
             # Served as anonymous; a request that writes gets a 503 (save_session).
             self.outages.failed(error, "served as anonymous")
-            session = StoredSession(sid=None, permanent=self._permanent(app))
+            session = FlaskSession(sid=None, permanent=self._permanent(app))
             session.unavailable = error
             return session
         if found is None:
-            return StoredSession(sid=None, permanent=self._permanent(app))
-        return StoredSession(found.data, sid, permanent=self._permanent(app))
+            return FlaskSession(sid=None, permanent=self._permanent(app))
+        return FlaskSession(found.data, sid, permanent=self._permanent(app))
 
-    def regenerate(self, session: StoredSession) -> None:
+    def regenerate(self, session: FlaskSession) -> None:
         """A new id for ``session``, its data kept, the old id dead at once:
         call it at login (``app.session_interface.regenerate(flask.session)``)."""
         moved = self.tier.session_store.rotate(session.sid) if session.sid else None
@@ -126,7 +126,7 @@ class SessionInterface(FlaskSessionInterface):
         session.modified = True
 
     def save_session(self, app: Flask, session: SessionMixin, response: Response) -> None:
-        if not isinstance(session, StoredSession):  # another interface's, or a null session
+        if not isinstance(session, FlaskSession):  # another interface's, or a null session
             return
         if session.accessed:
             response.vary.add("Cookie")
@@ -150,7 +150,7 @@ class SessionInterface(FlaskSessionInterface):
         for name, value in unavailable_headers(self.options):
             response.headers[name] = value
 
-    def _save(self, app: Flask, session: StoredSession, response: Response) -> None:
+    def _save(self, app: Flask, session: FlaskSession, response: Response) -> None:
         name, domain = self.get_cookie_name(app), self.get_cookie_domain(app)
         path = self.get_cookie_path(app)
         if not session:
