@@ -369,15 +369,17 @@ def _specs(world: World) -> dict[str, Spec]:
         # carts
         "session_store.read": Spec((token,)),
         "session_store.exists": Spec((token,)),
-        "session_store.rotate": Spec((maybe(st.builds(webtier.sessions.new_token)),)),
+        "session_store.rotate": Spec(
+            (maybe(st.builds(webtier.sessions.new_token)),), {"user": maybe(st.just("ann"))}
+        ),
         "session_store.delete": Spec((maybe(st.builds(webtier.sessions.new_token)),)),
         "session_store.create": Spec(
             (maybe(st.builds(webtier.sessions.new_token)), data),
-            {"expiry": SECONDS, "blob": maybe(st.binary(max_size=8))},
+            {"expiry": SECONDS, "blob": maybe(st.binary(max_size=8)), "user": NAMES},
         ),
         "session_store.save": Spec(
             (token, data, maybe(st.lists(GOOD_NAMES, max_size=2))),
-            {"expiry": SECONDS, "blob": maybe(st.binary(max_size=8))},
+            {"expiry": SECONDS, "blob": maybe(st.binary(max_size=8)), "user": NAMES},
         ),
         "carts.set": Spec((token, NAMES, COUNTS)),
         "carts.get": Spec((token,)),

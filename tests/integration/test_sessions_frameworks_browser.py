@@ -3,7 +3,8 @@ Chromium, headless, driven by Playwright (no browser download). A Flask app
 with flask-login over ``SessionInterface``, and a Django project (settings,
 ``django.contrib.auth``, the admin's login page) over
 ``SESSION_ENGINE = "webtier.web.sessions.django"``: log in, the session
-survives, the old cookie is dead, log out. Skips only when Chromium is not
+survives, the old cookie is dead, log out everywhere (``revoke_all``: the
+user's sessions are webtier's), log out. Skips only when Chromium is not
 installed (and fails then in CI)."""
 
 from __future__ import annotations
@@ -108,9 +109,25 @@ def test_a_flask_login_journey_in_chromium(sync_client: Any, config: webtier.Con
         thief.goto(f"{base}/me")
         assert thief.url.startswith(f"{base}/login")
 
+        # Log out everywhere: the user's sessions of every framework are webtier's.
+        second = browser.new_context().new_page()
+        second.goto(f"{base}/login")
+        second.fill("input[name=user]", "ann")
+        second.click("#go")
+        second.wait_for_url(f"{base}/me")
+        assert len(tier.sessions.of_user("ann")) == 2
+        assert tier.sessions.revoke_all("ann") == 2
+        for browsing in (page, second):
+            browsing.goto(f"{base}/me")
+            assert browsing.url.startswith(f"{base}/login")
+
+        page.fill("input[name=user]", "ann")
+        page.click("#go")
+        page.wait_for_url(f"{base}/me")
         page.evaluate("fetch('/logout', {method: 'POST'})")
         page.goto(f"{base}/me")
         assert page.url.startswith(f"{base}/login")
+        assert tier.sessions.of_user("ann") == []
         browser.close()
 
 

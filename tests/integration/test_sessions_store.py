@@ -141,6 +141,30 @@ async def test_rotate_moves_the_session_to_a_new_id_at_once(
 
 
 @pytest.mark.matrix
+async def test_a_users_framework_sessions_are_listed_and_revoked(tier: Any) -> None:
+    store, sid, other = tier.session_store, new_token(), new_token()
+    assert await store.create(sid, {"a": 1}, expiry=100)
+    assert await store.save(sid, {"_auth_user_id": "7"}, expiry=100, user="7")  # a login
+    assert await store.create(other, {"_auth_user_id": "7"}, expiry=100, user="7")
+    assert len(await tier.sessions.of_user("7")) == 2
+    with pytest.raises(InvalidInput):
+        await store.rotate(sid)  # not as its user knows it: nothing moved
+    moved = await store.rotate(sid, user="7")
+    listed = await tier.sessions.of_user("7")
+    assert len(listed) == 2
+    assert await tier.sessions.revoke("7", listed[0].id)
+    assert len(await tier.sessions.of_user("7")) == 1
+    assert await tier.sessions.revoke_all("7") == 1
+    assert await store.read(moved) is None
+    assert await store.read(other) is None
+    assert not await store.save(other, {"a": 2}, expiry=100, user="7")  # never resurrected
+    anonymous = new_token()
+    assert await store.create(anonymous, {"_auth_user_id": "8"}, expiry=100, user="8")
+    assert await store.save(anonymous, {}, ["_auth_user_id"], expiry=100)  # a logout
+    assert await tier.sessions.of_user("8") == []
+
+
+@pytest.mark.matrix
 async def test_a_blob_is_stored_as_given(tier: Any) -> None:
     store, sid = tier.session_store, secrets.token_hex(16)
     blob = bytes(range(256))

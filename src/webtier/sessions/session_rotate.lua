@@ -9,9 +9,11 @@
 -- KEYS[3] = the shard's recency index (zset id -> last seen, server µs)
 -- ARGV[1] = old id, ARGV[2] = new id
 -- ARGV[3] = backstop ms plus how late it may be set: the index outlives it
+-- ARGV[4] = the session's user as the caller knows it ('' anonymous), whose
+--           index the caller listed the new id in first
 -- Returns 1 when moved; 0 when there is no session under the old id; -1
--- when the new id is taken; -2 for a logged-in session of webtier's own
--- (its user's index lists its token: it rotates through login).
+-- when the new id is taken; -2 when the session's user is another (nothing
+-- moved: the new id would be missing from its user's index).
 
 local old, new, recent = KEYS[1], KEYS[2], KEYS[3]
 local user = redis.call('HGET', old, 'u')
@@ -19,7 +21,7 @@ if redis.call('EXISTS', old) == 0 then
   redis.call('ZREM', recent, ARGV[1])
   return 0
 end
-if user and user ~= '' then return -2 end
+if (user or '') ~= ARGV[4] then return -2 end
 if redis.call('EXISTS', new) == 1 then return -1 end
 redis.call('RENAME', old, new) -- keeps the key's expiry
 local now_text, now_ms = server_now()

@@ -15,8 +15,10 @@
 -- ARGV[6] = backstop ms; ARGV[7] = how late the backstop may be set (ms)
 -- ARGV[8] = most data fields; ARGV[9] = most bytes of data and blob
 -- ARGV[10] = the public id of a created session
--- ARGV[11] = '1': set the blob to ARGV[12]; '0': leave it
--- ARGV[13] = n, the number of data names removed, ARGV[14 .. 13 + n] them;
+-- ARGV[11] = the session's user ('' anonymous), which the caller listed in
+--            the user's index first
+-- ARGV[12] = '1': set the blob to ARGV[13]; '0': leave it
+-- ARGV[14] = n, the number of data names removed, ARGV[15 .. 14 + n] them;
 -- then name and JSON value pairs to set (names without the 'd').
 -- Returns {1} when saved, {0} when the mode's condition failed (nothing
 -- written), {-1, fields, bytes} when the result would exceed a limit.
@@ -55,11 +57,11 @@ elseif not touch_deadline(key, recent, id, now_ms, created, idle, absolute, back
   return {0}
 end
 
-local removed = ARGV[13] + 0
-local first_pair = 14 + removed
-for i = 14, first_pair - 1 do sizes['d' .. ARGV[i]] = nil end
+local removed = ARGV[14] + 0
+local first_pair = 15 + removed
+for i = 15, first_pair - 1 do sizes['d' .. ARGV[i]] = nil end
 for i = first_pair, #ARGV, 2 do sizes['d' .. ARGV[i]] = #ARGV[i + 1] end
-if ARGV[11] == '1' then sizes['b'] = #ARGV[12] end
+if ARGV[12] == '1' then sizes['b'] = #ARGV[13] end
 local count, bytes = 0, 0
 for name, size in pairs(sizes) do
   if name ~= 'b' then count = count + 1 end
@@ -68,9 +70,10 @@ end
 if count > ARGV[8] + 0 or bytes > ARGV[9] + 0 then return {-1, count, bytes} end
 
 if mode == 'create' then redis.call('HSET', key, 'c', string.format('%d', now_ms), 'i', ARGV[10]) end
-for i = 14, first_pair - 1 do redis.call('HDEL', key, 'd' .. ARGV[i]) end
+for i = 15, first_pair - 1 do redis.call('HDEL', key, 'd' .. ARGV[i]) end
 for i = first_pair, #ARGV, 2 do redis.call('HSET', key, 'd' .. ARGV[i], ARGV[i + 1]) end
-if ARGV[11] == '1' then redis.call('HSET', key, 'b', ARGV[12]) end
+if ARGV[12] == '1' then redis.call('HSET', key, 'b', ARGV[13]) end
+if ARGV[11] == '' then redis.call('HDEL', key, 'u') else redis.call('HSET', key, 'u', ARGV[11]) end
 local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
 local expire_text = string.format('%d', deadline + late)
 redis.call('HSET', key, 'e', expire_text)

@@ -18,7 +18,11 @@ What the interfaces need beyond webtier's own sessions:
   never past its absolute one;
 * create-only saves (``False`` when the id exists) and update-only saves
   (``False`` when the session was deleted or expired meanwhile, which a
-  save must never resurrect); limits from :class:`~webtier.config.SessionSettings`.
+  save must never resurrect); limits from :class:`~webtier.config.SessionSettings`;
+* the session's user (its framework's logged-in user id), listed in the
+  user's index as webtier's own sessions are, so ``tier.sessions.of_user``
+  lists a user's sessions of every framework and ``revoke``/``revoke_all``
+  end them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from webtier.config import Config
 from webtier.errors import DataTooLarge, InvalidInput
 from webtier.sessions import ops, users
 from webtier.sessions.layout import ROTATE, SAVE, Place, timeouts
+from webtier.sessions.ops import _indexed_first
 from webtier.sessions.tokens import is_token, new_session_id
 from webtier.types import StoredSession
 
@@ -92,6 +97,7 @@ def create(
     *,
     expiry: float | None = None,
     blob: bytes | None = None,
+    user: str | None = None,
 ) -> Op[bool]:
     """Store a new session under ``session_id`` that expires after
     ``expiry`` seconds without a save or a read (None: the tier's
@@ -103,7 +109,7 @@ def create(
     where = _checked(cfg, session_id)
     if data is not None and not isinstance(data, Mapping):
         raise InvalidInput("data", "must be a mapping of names to JSON values", data)
-    return (yield from _save(cfg, where, "create", dict(data or {}), (), expiry, blob))
+    return (yield from _save(cfg, where, "create", dict(data or {}), (), expiry, blob, user))
 
 
 def save(
@@ -114,6 +120,7 @@ def save(
     *,
     expiry: float | None = None,
     blob: bytes | None = None,
+    user: str | None = None,
 ) -> Op[bool]:
     """Set the ``changed`` keys, remove the ``removed`` ones, and set the
     session's expiry (seconds; 0 or less deletes it; None: as it was); ``False`` (nothing
@@ -124,32 +131,37 @@ def save(
         raise InvalidInput("removed", "must be a list of names", removed)
     if not isinstance(changed, Mapping):
         raise InvalidInput("changed", "must be a mapping of names to JSON values", changed)
-    return (yield from _save(cfg, where, "update", dict(changed), tuple(removed), expiry, blob))
+    update = (dict(changed), tuple(removed), expiry, blob, user)
+    return (yield from _save(cfg, where, "update", *update))
 
 
-def rotate(cfg: Config, session_id: str) -> Op[str | None]:
+def rotate(cfg: Config, session_id: str, *, user: str | None = None) -> Op[str | None]:
     """Move the session to a new id and return it (None when no session is
     live under ``session_id``): atomically, so the old id is dead the moment
     the new one exists (session fixation defence, at login); data, cart,
     viewed items and expiry move with it. The new id is drawn in the old
     one's shard, so the move is one script on Cluster too. Never re-sent
-    after a lost reply (:class:`~webtier.errors.OutcomeUnknown`). A
-    logged-in session of webtier's own rotates through ``tier.sessions.login``."""
+    after a lost reply (:class:`~webtier.errors.OutcomeUnknown`). ``user``:
+    the session's user, as saved (the new id is listed among the user's
+    sessions first); a session of another user is refused."""
     where = place_of(cfg, session_id)
     if where is None:
         return None
+    if user is not None:
+        check_name("user", user)
     _, _, backstop, lateness = timeouts(cfg.sessions)
     while True:
         fresh = Place(cfg, users.token_in_shard(cfg, where.shard))
-        args = (where.token, fresh.token, backstop + lateness)
+        args = (where.token, fresh.token, backstop + lateness, user or "")
         call = ScriptCall(ROTATE, (where.key, fresh.key, where.recent), args)
-        ((moved,),) = yield (write(where.route, call, idempotent=False),)
+        moving = write(where.route, call, idempotent=False)
+        (moved,) = (yield _indexed_first(cfg, user, fresh.token, moving))[-1]
         if int(moved) == 1:
             return fresh.token
         if int(moved) == 0:
             return None
         if int(moved) == -2:
-            raise InvalidInput("session_id", "is a logged-in session: use sessions.login")
+            raise InvalidInput("user", "is not the session's user", user)
 
 
 def delete(cfg: Config, session_id: str) -> Op[bool]:
@@ -178,8 +190,11 @@ def _save(
     removed: tuple[str, ...],
     expiry: float | None,
     blob: bytes | None,
+    user: str | None,
 ) -> Op[bool]:
     settings = cfg.sessions
+    if user is not None:
+        check_name("user", user)
     if expiry is not None:
         expiry = check_real("expiry", expiry, what="a number of seconds")
     if blob is not None and not isinstance(blob, bytes):
@@ -208,6 +223,7 @@ def _save(
         settings.max_fields,
         settings.max_data_bytes,
         new_session_id(),
+        user or "",
         "0" if blob is None else "1",
         b"" if blob is None else blob,
         len(removed),
@@ -217,7 +233,10 @@ def _save(
     call = ScriptCall(SAVE, (where.key, where.recent), args)
     # An update sent twice writes the same values twice; a create sent twice
     # would find its own session and answer "taken".
-    ((reply,),) = yield (write(where.route, call, idempotent=mode == "update"),)
+    saving = write(where.route, call, idempotent=mode == "update")
+    # The user's index lists the session before the session names the user
+    # (docs/sessions.md), so revoke_all finds every session of theirs.
+    (reply,) = (yield _indexed_first(cfg, user, where.token, saving))[-1]
     status = int(reply[0])
     if status == -1:
         raise DataTooLarge(

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.contrib import auth
 from django.contrib.sessions.backends.base import CreateError, SessionBase, UpdateError
 
 from webtier.errors import ServerError
@@ -65,13 +67,13 @@ class SessionStore(SessionBase):  # type: ignore[misc]  # Django ships no types
         if self.session_key is None:
             return self.create()
         data = self._get_session(no_load=must_create)
-        expiry = self.get_expiry_age()
+        expiry, user = self.get_expiry_age(), _user(data)
         if must_create:
-            if not self._store.create(self.session_key, data, expiry=expiry):
+            if not self._store.create(self.session_key, data, expiry=expiry, user=user):
                 raise CreateError
         else:
             changed, removed = store.changes(self._saved, data)
-            if not self._store.save(self.session_key, changed, removed, expiry=expiry):
+            if not self._store.save(self.session_key, changed, removed, expiry=expiry, user=user):
                 raise UpdateError  # deleted meanwhile (a logout): never resurrected
         self._saved = store.encoded(data)
         return None
@@ -81,7 +83,10 @@ class SessionStore(SessionBase):  # type: ignore[misc]  # Django ships no types
         calls it): one atomic move in Redis (``tier.session_store.rotate``)
         where Django's backends create a copy and delete the original."""
         data = self._session
-        moved = self._store.rotate(self.session_key) if self.session_key else None
+        # The user as stored: auth.login cycles the key before it sets its own.
+        saved = self._saved.get(auth.SESSION_KEY)
+        key, user = self.session_key, None if saved is None else str(json.loads(saved))
+        moved = self._store.rotate(key, user=user) if key else None
         if moved is None:  # nothing stored yet: a new session with the data
             super().cycle_key()
             return
@@ -102,3 +107,10 @@ class SessionStore(SessionBase):  # type: ignore[misc]  # Django ships no types
         """Redis expires sessions itself; ``clearsessions`` runs one pass of
         the capped store's cleaner (the worker's "sessions" job)."""
         configured_tier().sessions.clean()
+
+
+def _user(data: dict[str, Any]) -> str | None:
+    """The logged-in user's id (``django.contrib.auth``'s session key), listed
+    so that ``tier.sessions.of_user`` and ``revoke_all`` reach the session."""
+    user = data.get(auth.SESSION_KEY)
+    return None if user is None else str(user)

@@ -17,6 +17,7 @@ writes its session gets a 503 (never Flask's 500 page).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flask import Flask, Request, Response
@@ -77,6 +78,9 @@ class SessionInterface(FlaskSessionInterface):
     ``None`` reads the app's ``SESSION_PERMANENT`` (True if unset, as
     Flask-Session). Either way the stored session expires
     ``PERMANENT_SESSION_LIFETIME`` after its last save or read, in Redis.
+    ``user_key``: the session key holding the logged-in user's id
+    (flask-login's by default), listed so that ``tier.sessions.of_user``
+    and ``revoke_all`` reach the user's sessions.
     ``options``: the 503's ``retry_after``, ``time_limit`` and ``log_every``
     of :class:`~webtier.web.sessions.SessionOptions` (its cookie settings
     are Flask's own, ``SESSION_COOKIE_*``).
@@ -85,11 +89,16 @@ class SessionInterface(FlaskSessionInterface):
     session_class = FlaskSession
 
     def __init__(
-        self, tier: WebTier, *, permanent: bool | None = None, options: SessionOptions | None = None
+        self,
+        tier: WebTier,
+        *,
+        permanent: bool | None = None,
+        user_key: str = "_user_id",
+        options: SessionOptions | None = None,
     ) -> None:
         if not isinstance(tier, WebTier):
             raise ConfigError(f"SessionInterface needs a webtier.WebTier, not {tier!r}")
-        self.tier, self.permanent = tier, permanent
+        self.tier, self.permanent, self.user_key = tier, permanent, user_key
         self.options = options or SessionOptions()  # its retry_after and log_every
         self.outages = outage_log(self.options.log_every)
 
@@ -118,7 +127,9 @@ class SessionInterface(FlaskSessionInterface):
     def regenerate(self, session: FlaskSession) -> None:
         """A new id for ``session``, its data kept, the old id dead at once:
         call it at login (``app.session_interface.regenerate(flask.session)``)."""
-        moved = self.tier.session_store.rotate(session.sid) if session.sid else None
+        saved = session.saved.get(self.user_key)  # the user as stored
+        user = None if saved is None else str(json.loads(saved))
+        moved = self.tier.session_store.rotate(session.sid, user=user) if session.sid else None
         if moved is None:  # nothing stored yet: saved under a new id
             session.sid, session.saved = None, {}
         else:  # one atomic move in Redis
@@ -163,12 +174,13 @@ class SessionInterface(FlaskSessionInterface):
             return  # nothing read, nothing written: the read already touched it
         data = dict(session)
         expiry = app.permanent_session_lifetime.total_seconds()
+        user = None if data.get(self.user_key) is None else str(data[self.user_key])
         if session.sid is None:
-            session.sid = self._create(data, expiry)
+            session.sid = self._create(data, expiry, user)
         else:
             changed, removed = store.changes(session.saved, data)
             if (changed or removed) and not self.tier.session_store.save(
-                session.sid, changed, removed, expiry=expiry
+                session.sid, changed, removed, expiry=expiry, user=user
             ):
                 # Ended meanwhile: a save must not bring it (and its user) back.
                 response.delete_cookie(name, domain=domain, path=path)
@@ -188,9 +200,9 @@ class SessionInterface(FlaskSessionInterface):
             )
             response.vary.add("Cookie")
 
-    def _create(self, data: dict[str, Any], expiry: float) -> str:
+    def _create(self, data: dict[str, Any], expiry: float, user: str | None) -> str:
         for _ in range(_CREATE_ATTEMPTS):
             sid = new_token()
-            if self.tier.session_store.create(sid, data, expiry=expiry):
+            if self.tier.session_store.create(sid, data, expiry=expiry, user=user):
                 return sid
         raise ServerError("could not find a free session id")  # pragma: no cover
