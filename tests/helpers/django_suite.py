@@ -194,35 +194,35 @@ def project_suite(tier: webtier.WebTier) -> unittest.TestSuite:
                 sent.append(command)
                 return send(conn, command, *args, **kwargs)
 
-            def visit(key: str) -> list[int]:
-                """Round trips so far after each step of a visit that logs in."""
+            def visit(key: str, name: str) -> tuple[str, list[int]]:
+                """A visit that reads, changes ``name`` and logs in: its new
+                key, and the round trips so far after each step."""
                 steps = []
                 session = SessionStore(key)
                 assert session["a"] == 1
                 steps.append(len(sent))
-                session["b"] = 2
+                session[name] = 2
                 session.save()
-                steps.append(len(sent))  # only "b" is sent
+                steps.append(len(sent))  # only ``name`` is sent
                 session.cycle_key()  # auth.login's
                 session["_auth_user_id"] = "1"
                 session.save()
                 steps.append(len(sent))
-                return steps
+                return str(session.session_key), steps
 
-            keys = []
-            for _ in range(2):
-                first = SessionStore()
-                first["a"] = 1
-                first.save()
-                keys.append(first.session_key)
-            # Scripts loaded and every node's connection made (a new one greets first).
-            visit(keys[0])
+            first = SessionStore()
+            first["a"] = 1
+            first.save()
+            # Scripts loaded on the session's node and its connections made
+            # (a new one greets first); the login keeps the session's shard.
+            key, _ = visit(first.session_key, "b")
             with mock.patch.object(
                 redis.connection.AbstractConnection, "send_packed_command", counted
             ):
                 # The user's index entry goes first: in the save's pipeline on
                 # one server, one round trip before it on Cluster (another slot).
-                assert visit(keys[1]) == [1, 2, 4 if tier.transport.one_node else 5]
+                _, counts = visit(key, "c")
+                assert counts == [1, 2, 4 if tier.transport.one_node else 5], counts
 
         def test_while_redis_is_away_a_request_needing_the_session_gets_503(self) -> None:
             with httpx.Client(base_url=self.live_server_url) as http:

@@ -73,7 +73,11 @@ class SessionStore(SessionBase):  # type: ignore[misc]  # Django ships no types
                 raise CreateError
         else:
             changed, removed = store.changes(self._saved, data)
-            if not self._store.save(self.session_key, changed, removed, expiry=expiry, user=user):
+            relisted = auth.SESSION_KEY in changed  # a login: listed among the user's
+            saved = self._store.save(
+                self.session_key, changed, removed, expiry=expiry, user=user, user_changed=relisted
+            )
+            if not saved:
                 raise UpdateError  # deleted meanwhile (a logout): never resurrected
         self._saved = store.encoded(data)
         return None

@@ -179,8 +179,9 @@ class SessionInterface(FlaskSessionInterface):
             session.sid = self._create(data, expiry, user)
         else:
             changed, removed = store.changes(session.saved, data)
+            relisted = self.user_key in changed  # a login: listed among the user's
             if (changed or removed) and not self.tier.session_store.save(
-                session.sid, changed, removed, expiry=expiry, user=user
+                session.sid, changed, removed, expiry=expiry, user=user, user_changed=relisted
             ):
                 # Ended meanwhile: a save must not bring it (and its user) back.
                 response.delete_cookie(name, domain=domain, path=path)
