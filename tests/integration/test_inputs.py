@@ -364,7 +364,7 @@ def _specs(world: World) -> dict[str, Spec]:
         "sessions.update": Spec((token, maybe(st.dictionaries(HASHABLE, JSONISH, max_size=3)))),
         "sessions.discard": Spec((token, NAMES, NAMES)),
         "sessions.recently_viewed": Spec((token,)),
-        "sessions.clean": Spec((), {"limit": maybe(st.just(10**9)), "max_steps": LIMITS}),
+        "sessions.clean": Spec((), {"keep": maybe(st.just(10**9)), "max_steps": LIMITS}),
         "sessions.stats": Spec(),
         # carts
         "session_store.read": Spec((token,)),
