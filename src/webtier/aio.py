@@ -18,7 +18,7 @@ from webtier.deployment.aio import Deployment
 from webtier.pagecache.aio import PageCache
 from webtier.ranking.aio import Ranking
 from webtier.rows.aio import Rows
-from webtier.sessions.aio import Carts, Sessions
+from webtier.sessions.aio import Carts, Sessions, SessionStore
 from webtier.stats.aio import Stats
 from webtier.workers.aio import Workers
 
@@ -44,4 +44,5 @@ class WebTier:
         # -- sessions and carts ---
         self.sessions = Sessions(run, self.config, views=self.ranking.views)
         self.carts = Carts(run, self.config)
+        self.session_store = SessionStore(run, self.config)
         self.deployment = Deployment(run, self.config)

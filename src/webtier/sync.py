@@ -18,7 +18,7 @@ from webtier.deployment.sync import Deployment
 from webtier.pagecache.sync import PageCache
 from webtier.ranking.sync import Ranking
 from webtier.rows.sync import Rows
-from webtier.sessions.sync import Carts, Sessions
+from webtier.sessions.sync import Carts, Sessions, SessionStore
 from webtier.stats.sync import Stats
 from webtier.workers.sync import Workers
 
@@ -43,4 +43,5 @@ class WebTier:
         # -- sessions and carts ---
         self.sessions = Sessions(run, self.config, views=self.ranking.views)
         self.carts = Carts(run, self.config)
+        self.session_store = SessionStore(run, self.config)
         self.deployment = Deployment(run, self.config)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     # Only for the annotations: the statistics' package sits above this module.
@@ -24,6 +24,15 @@ class SessionInfo:
     user: str | None  # None while anonymous
     created: float  # seconds since the epoch (server clock)
     last_seen: float  # seconds since the epoch (server clock); never moves backwards
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A framework's session as stored: its data (JSON values by key) and,
+    for an interface that stores bytes, its blob."""
+
+    data: dict[str, Any]  # JSON values by key
+    blob: bytes | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -314,3 +314,26 @@ async def visit(http: httpx.AsyncClient, *, secure: bool = True) -> dict[str, An
     assert "max-age=0" in logout_set.lower()
     assert (await me(logged_in))["user"] is None
     return {"first": first, "logged_in": logged_in}
+
+
+def lost_updates(base: str, cookie: str, parallel: int) -> int:
+    """Two clients of one session (its cookie named ``cookie``), each sending
+    ``parallel`` requests at once that set a key of its own (``/put/<key>``;
+    ``/keys`` answers the session's keys): how many of the 2 x ``parallel``
+    keys are missing at the end."""
+    with httpx.Client(base_url=base) as first:
+        first.get("/put/start")
+        cookies = {cookie: first.cookies[cookie]}
+
+    def requests(name: str) -> None:
+        with httpx.Client(base_url=base, cookies=cookies) as http:
+            for i in range(parallel):
+                assert http.get(f"/put/{name}{i}").status_code == 200
+
+    workers = [threading.Thread(target=requests, args=(name,)) for name in "ab"]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    kept = set(httpx.get(f"{base}/keys", cookies=cookies).json())
+    return sum(f"{name}{i}" not in kept for name in "ab" for i in range(parallel))

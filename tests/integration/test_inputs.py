@@ -287,6 +287,7 @@ def _render() -> Rendered:
 def _specs(world: World) -> dict[str, Spec]:
     token = maybe(st.sampled_from([*world.tokens, webtier.sessions.new_token()]))
     source = maybe(st.sampled_from(world.sources))
+    data = maybe(st.dictionaries(HASHABLE, JSONISH, max_size=3))
     row_ids = maybe(st.one_of(GOOD_NAMES, st.integers(), st.just(10**1100), st.uuids()))
     settings = {"flush_interval": maybe(st.just(3600)), "max_pending": LIMITS}
     return {
@@ -363,9 +364,23 @@ def _specs(world: World) -> dict[str, Spec]:
         "sessions.update": Spec((token, maybe(st.dictionaries(HASHABLE, JSONISH, max_size=3)))),
         "sessions.discard": Spec((token, NAMES, NAMES)),
         "sessions.recently_viewed": Spec((token,)),
-        "sessions.clean": Spec((), {"limit": maybe(st.just(10**9)), "max_steps": LIMITS}),
+        "sessions.clean": Spec((), {"keep": maybe(st.just(10**9)), "max_steps": LIMITS}),
         "sessions.stats": Spec(),
         # carts
+        "session_store.read": Spec((token,)),
+        "session_store.exists": Spec((token,)),
+        "session_store.rotate": Spec(
+            (maybe(st.builds(webtier.sessions.new_token)),), {"user": maybe(st.just("ann"))}
+        ),
+        "session_store.delete": Spec((maybe(st.builds(webtier.sessions.new_token)),)),
+        "session_store.create": Spec(
+            (maybe(st.builds(webtier.sessions.new_token)), data),
+            {"expiry": SECONDS, "blob": maybe(st.binary(max_size=8)), "user": NAMES},
+        ),
+        "session_store.save": Spec(
+            (token, data, maybe(st.lists(GOOD_NAMES, max_size=2))),
+            {"expiry": SECONDS, "blob": maybe(st.binary(max_size=8)), "user": NAMES},
+        ),
         "carts.set": Spec((token, NAMES, COUNTS)),
         "carts.get": Spec((token,)),
         "carts.clear": Spec((token,)),

@@ -159,6 +159,12 @@ async def write_sessions(tier: Any) -> None:
     await tier.sessions.new("bob")
     gone = await tier.sessions.new()
     await tier.sessions.logout(gone)
+    # A framework's sessions (Django's, Flask's, starsessions'): their own expiry.
+    framed = webtier.sessions.new_token()
+    assert await tier.session_store.create(framed, {"a": 1}, expiry=600)
+    assert await tier.session_store.save(framed, {"b": 2}, expiry=1200)
+    assert await tier.session_store.rotate(framed) is not None
+    assert await tier.session_store.create(webtier.sessions.new_token(), expiry=None, blob=b"x")
     assert len(await tier.sessions.of_user("alice")) == 1
 
 

@@ -27,6 +27,8 @@ WEB = (
     "jinja2",
     "multipart",
     "starlette_csrf",
+    "starsessions",
+    "flask_login",
     "playwright",
 )
 

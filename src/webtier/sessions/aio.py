@@ -11,7 +11,7 @@ from webtier._core.facade import Part, async_op
 from webtier._core.protocol import Op
 from webtier.config import Config
 from webtier.ranking.views import ViewCounter
-from webtier.sessions import carts, cleaner, ops, users
+from webtier.sessions import carts, cleaner, ops, store, users
 
 
 class Sessions(Part):
@@ -58,3 +58,16 @@ class Carts(Part):
     set = async_op(carts.set)
     get = async_op(carts.get)
     clear = async_op(carts.clear)
+
+
+class SessionStore(Part):
+    """Sessions under ids a web framework picks, for its own session
+    interface (Django's ``SessionStore``, Flask's, starsessions'): see
+    :mod:`webtier.sessions.store` and docs/sessions-middleware.md."""
+
+    read = async_op(store.read_session)
+    exists = async_op(store.exists)
+    create = async_op(store.create)
+    save = async_op(store.save)
+    rotate = async_op(store.rotate)
+    delete = async_op(store.delete)

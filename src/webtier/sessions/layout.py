@@ -51,6 +51,8 @@ LOGIN = Script.load(__package__, "session_login", prelude="session_prelude")
 LOAD = Script.load(__package__, "session_load", prelude="session_prelude")
 END = Script.load(__package__, "session_end")
 UPDATE = Script.load(__package__, "session_update")
+SAVE = Script.load(__package__, "session_save", prelude="session_prelude")
+ROTATE = Script.load(__package__, "session_rotate", prelude="session_prelude")
 CLEAN = Script.load(__package__, "session_clean")
 PICK = Script.load(__package__, "session_pick")
 # A full session holds up to `viewed` + this many items between two trims.

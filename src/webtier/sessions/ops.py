@@ -131,8 +131,12 @@ def load(cfg: Config, token: str, refresh_after: float) -> Op[dict[str, bytes] |
     more is touched too (last seen and expiry: no user, no item), in the same
     script and round trip. A hash is a cart and a few fields, so the whole
     of it costs less than a second call for what the request reads later."""
+    return (yield from load_at(cfg, place(cfg, token), refresh_after))
+
+
+def load_at(cfg: Config, where: Place, refresh_after: float) -> Op[dict[str, bytes] | None]:
+    """:func:`load` of the session at ``where`` (its token already checked)."""
     settings = cfg.sessions
-    where = place(cfg, token)
     refresh = max(0, round(refresh_after * 1000))
     args = (where.token, refresh, *timeouts(settings))
     call = ScriptCall(LOAD, (where.key, where.recent), args)
@@ -208,12 +212,14 @@ def data(cfg: Config, token: str) -> Op[dict[str, Any]]:
     return data_of(fields_of(reply))
 
 
-def _encode(settings: SessionSettings, name: str, value: object) -> str:
+def encode_value(name: str, value: object, settings: SessionSettings | None = None) -> str:
+    """``value`` as a session stores it: compact JSON, never NaN or pickle;
+    with ``settings``, within their ``max_value_bytes``."""
     try:
         encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError) as error:  # RecursionError: too deep
         raise InvalidInput(f"values[{name!r}]", f"is not JSON: {error}", value) from None
-    if len(encoded.encode()) > settings.max_value_bytes:
+    if settings is not None and len(encoded.encode()) > settings.max_value_bytes:
         raise DataTooLarge(
             f"values[{name!r}]", f"is over {settings.max_value_bytes} bytes as JSON", value
         )
@@ -238,7 +244,7 @@ def update_fields(cfg: Config, token: str, values: Mapping[str, Any]) -> Op[dict
     pairs_: list[str] = []
     for name, value in values.items():
         check_name("values", name)
-        pairs_ += [name, _encode(settings, name, value)]
+        pairs_ += [name, encode_value(name, value, settings)]
     if not pairs_:
         return {}
     args: tuple[Arg, ...] = (settings.max_fields, settings.max_data_bytes, *pairs_)

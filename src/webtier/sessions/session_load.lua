@@ -31,6 +31,8 @@ for i = 1, #fields, 2 do
     created = fields[i + 1] + 0
   elseif name == 'e' then
     expires = fields[i + 1] + 0
+  elseif name == 'x' then
+    idle = own_idle(fields[i + 1] + 0, idle) -- saved by a framework's store
   end
 end
 if not created then

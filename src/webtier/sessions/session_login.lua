@@ -53,6 +53,8 @@ redis.call('ZADD', recent, above_every_score(recent, now_text), ARGV[2])
 -- Expiry as a touch sets it: the timeouts exact, the backstop up to
 -- ARGV[7] ms late; `e` says when, so touches know when to move it.
 local idle, absolute, backstop, lateness = ARGV[4] + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+local own = redis.call('HGET', new, 'x') -- saved by a framework's store
+if own then idle = own_idle(own + 0, idle) end
 local deadline, late = session_deadline(now_ms, now_ms, idle, absolute, backstop, lateness)
 local expires = string.format('%d', deadline + late)
 redis.call('HSET', new, 'e', expires)

@@ -21,6 +21,14 @@ local function session_deadline(now_ms, created, idle, absolute, backstop, laten
   return deadline, late
 end
 
+-- The idle timeout of a session with an expiry of its own (`x`, ms: set by a
+-- framework's store, session_save.lua): its own, but never longer than the
+-- tier's, which the cleaner counts as stale past it.
+local function own_idle(own, idle)
+  if idle > 0 and idle < own then return idle end
+  return own
+end
+
 -- session_deadline for a touch, or false for a session already past it (its
 -- key not yet expired by the server), which is deleted here with its entry.
 local function touch_deadline(

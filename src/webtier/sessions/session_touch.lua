@@ -60,7 +60,7 @@ local now_text, now_ms = server_now()
 local SLACK = 3
 
 local field = (item ~= '' and keep > 0) and ('v' .. item) or false
-local own = redis.call('HMGET', key, 'c', 'u', 'n', 'm', 'e', field or 'n')
+local own = redis.call('HMGET', key, 'c', 'u', 'n', 'm', 'e', field or 'n', 'x')
 local created, current = own[1] and own[1] + 0, own[2]
 local views, held = own[3] and own[3] + 0 or 0, own[4] and own[4] + 0 or 0
 if created then
@@ -85,6 +85,7 @@ else
   if #gone > 0 then redis.call('ZREM', recent, unpack(gone)) end
 end
 
+if own[7] then idle = own_idle(own[7] + 0, idle) end -- saved by a framework's store
 local deadline, late =
   touch_deadline(key, recent, token, now_ms, created, idle, absolute, backstop, lateness)
 if not deadline then return {0} end

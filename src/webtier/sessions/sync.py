@@ -11,7 +11,7 @@ from webtier._core.facade import Part, sync_op
 from webtier._core.protocol import Op
 from webtier.config import Config
 from webtier.ranking.views import ViewCounter
-from webtier.sessions import carts, cleaner, ops, users
+from webtier.sessions import carts, cleaner, ops, store, users
 
 
 class Sessions(Part):
@@ -58,3 +58,16 @@ class Carts(Part):
     set = sync_op(carts.set)
     get = sync_op(carts.get)
     clear = sync_op(carts.clear)
+
+
+class SessionStore(Part):
+    """Sessions under ids a web framework picks, for its own session
+    interface (Django's ``SessionStore``, Flask's, starsessions'): see
+    :mod:`webtier.sessions.store` and docs/sessions-middleware.md."""
+
+    read = sync_op(store.read_session)
+    exists = sync_op(store.exists)
+    create = sync_op(store.create)
+    save = sync_op(store.save)
+    rotate = sync_op(store.rotate)
+    delete = sync_op(store.delete)

@@ -78,7 +78,7 @@ def merge_carts(
     return kept, changes
 
 
-def _token_in_shard(cfg: Config, shard: int) -> str:
+def token_in_shard(cfg: Config, shard: int) -> str:
     """A fresh token in ``shard`` (about ``shards`` draws): the old and new
     token then share a slot, so a login is one atomic script."""
     shards = cfg.sessions.shards
@@ -155,7 +155,7 @@ def login(cfg: Config, token: str, user: str, *, cart_policy: str = "add") -> Op
         merged, changes = merge_carts(
             user_cart, anonymous, cart_policy, settings.cart_lines, settings.cart_count
         )
-        new_one = _token_in_shard(cfg, where.shard)
+        new_one = token_in_shard(cfg, where.shard)
         moved = Place(cfg, new_one)
         args = (
             token, new_one, user, *timeouts(settings),
@@ -191,7 +191,7 @@ def _latest_cart(cfg: Config, user: str, tokens: list[str]) -> Op[dict[str, int]
     return cart_of(fields_of(fields))
 
 
-def _end(cfg: Config, places: list[Place], owner: str = "") -> Op[list[str | None]]:
+def end_sessions(cfg: Config, places: list[Place], owner: str = "") -> Op[list[str | None]]:
     """End these sessions (only ``owner``'s when given); per session, its
     user ('' anonymous) or None if it was not ended. One round trip per node."""
     by_shard: dict[str, list[Place]] = defaultdict(list)
@@ -218,7 +218,7 @@ def _end(cfg: Config, places: list[Place], owner: str = "") -> Op[list[str | Non
 
 def logout(cfg: Config, token: str) -> Op[None]:
     """End the session: its token, data, viewed items and cart are gone."""
-    yield from _end(cfg, [place(cfg, token)])
+    yield from end_sessions(cfg, [place(cfg, token)])
 
 
 def of_user(cfg: Config, user: str) -> Op[list[SessionInfo]]:
@@ -240,7 +240,7 @@ def revoke(cfg: Config, user: str, session_id: str) -> Op[bool]:
     chosen = [Place(cfg, t) for t, s in live.items() if s.id == session_id]
     if not chosen:
         return False
-    ended = yield from _end(cfg, chosen, owner=user)
+    ended = yield from end_sessions(cfg, chosen, owner=user)
     return any(u is not None for u in ended)
 
 
@@ -251,5 +251,5 @@ def revoke_all(cfg: Config, user: str) -> Op[int]:
     places = [Place(cfg, t) for t in tokens if is_token(t, strict=False)]
     if not places:
         return 0
-    ended = yield from _end(cfg, places, owner=user)
+    ended = yield from end_sessions(cfg, places, owner=user)
     return sum(u is not None for u in ended)

@@ -9,9 +9,13 @@ and a thin adapter per kind of app.
 - ``aio``: :class:`AsyncSession`, what handlers get on an asyncio tier;
   ``sync``: :class:`Session`, its sync twin, generated from ``aio``;
 - ``adapter``: what the middlewares share;
-- ``asgi``: :class:`ASGIMiddleware` (Starlette, FastAPI), ``wsgi``:
-  :class:`WSGIMiddleware`, ``flask``: ``install(app, tier)``, ``django``:
-  ``Middleware``.
+- ``asgi``: :class:`ASGIMiddleware` (Starlette, FastAPI; ``request.session``
+  too with ``scope_session=True``), ``wsgi``: :class:`WSGIMiddleware`,
+  ``flask``: ``install(app, tier)``, ``django``: ``Middleware``;
+- the frameworks' own session interfaces on ``tier.session_store``:
+  ``flask.SessionInterface`` (``flask_interface``), ``django.SessionStore``
+  (``django_store``: ``SESSION_ENGINE = "webtier.web.sessions.django"``),
+  ``starsessions.Store``.
 """
 
 from typing import TYPE_CHECKING

@@ -13,6 +13,14 @@ Starlette and FastAPI::
         await session.record_view(request.path_params["id"])
         user = await session.user()
 
+With ``scope_session=True`` the session's data is also Starlette's
+``request.session`` (``scope["session"]``, a dict, as Starlette's own
+SessionMiddleware gives it, so authlib, starlette-admin and the like use
+webtier): it is loaded before the app runs when the request has a session
+cookie (one round trip), and the keys the request changed or removed are
+saved before the response starts, creating the session (and its cookie) on
+the first write; its cart and viewed items are the same session's.
+
 Any ASGI app finds the session in ``scope["webtier.session"]``. Options are
 the fields of :class:`~webtier.web.sessions.SessionOptions` (or pass
 ``options=``). When the handler needs the session and Redis is unreachable,
@@ -27,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
 from webtier.errors import ConfigError, RedisUnavailable
+from webtier.sessions import store
 from webtier.web.sessions.adapter import Adapter, header_values, merge_headers
 from webtier.web.sessions.aio import AsyncSession
 from webtier.web.sessions.cookie import Where, came_through_proxy
@@ -51,10 +60,12 @@ class ASGIMiddleware(Adapter["AsyncWebTier"]):
         tier: AsyncWebTier,
         *,
         options: SessionOptions | None = None,
+        scope_session: bool = False,
         **settings: Any,
     ) -> None:
         super().__init__(tier, options, settings)
         self.app = app
+        self.scope_session = scope_session
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -67,10 +78,13 @@ class ASGIMiddleware(Adapter["AsyncWebTier"]):
         scope.setdefault("state", {})["session"] = session  # request.state.session
         where = scope_where(scope)
         started = False
+        saved: dict[str, str] = {}  # scope["session"] as loaded, each key's JSON
 
         async def send_with_cookie(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
+                if self.scope_session:
+                    await _save_scope_session(session, scope["session"], saved)
                 started = True
                 extra = state.response_headers(where)
                 if extra:
@@ -79,6 +93,9 @@ class ASGIMiddleware(Adapter["AsyncWebTier"]):
 
         try:
             with time_limit(self.options.time_limit):
+                if self.scope_session:
+                    scope["session"] = await session.data() if state.token else {}
+                    saved = store.encoded(scope["session"])
                 await self.app(scope, receive, send_with_cookie)
         except RedisUnavailable as error:
             if started:
@@ -86,6 +103,17 @@ class ASGIMiddleware(Adapter["AsyncWebTier"]):
             headers = _merged([], self.unavailable(error))
             await send({"type": "http.response.start", "status": 503, "headers": headers})
             await send({"type": "http.response.body", "body": UNAVAILABLE_BODY})
+
+
+async def _save_scope_session(
+    session: AsyncSession, data: dict[str, Any], saved: dict[str, str]
+) -> None:
+    """Writes the keys of ``scope["session"]`` the request changed or removed."""
+    changed, removed = store.changes(saved, data)
+    if changed:
+        await session.update(changed)
+    if removed:
+        await session.discard(*removed)
 
 
 def scope_where(scope: Scope) -> Where:

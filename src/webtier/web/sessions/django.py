@@ -1,7 +1,23 @@
-"""Session middleware for Django: the WSGI middleware's logic as a Django
-middleware, over a sync tier.
+"""Sessions for Django, over a sync tier: Django's own sessions kept in
+webtier (``SESSION_ENGINE``), or webtier's session middleware.
 
-``settings.py``::
+Django's ``request.session`` (and ``auth.login``/``logout``, ``messages``,
+the admin) on webtier, ``settings.py``::
+
+    SESSION_ENGINE = "webtier.web.sessions.django"
+    WEBTIER_SESSIONS = {"tier": "myshop.redis.tier"}   # a WebTier, or the dotted path to one
+
+:class:`SessionStore` keeps each session in ``tier.session_store``
+(:mod:`webtier.sessions.store`): JSON by key, a save sends only the keys
+the request changed, an update never resurrects a session ended meanwhile,
+Redis enforces each session's expiry; ``clearsessions`` runs a pass of the
+capped store's cleaner. While Redis is unreachable, Django would answer its
+500 page; in the root URLconf, ``handler500 =
+"webtier.web.sessions.django.server_error"`` answers 503 instead (any other
+error gets Django's own 500 page). Its async methods run the sync ones in a thread, as
+Django's database backends do.
+
+webtier's session middleware (its cookie, carts and viewed items)::
 
     MIDDLEWARE = [..., "webtier.web.sessions.django.Middleware", ...]
     WEBTIER_SESSIONS = {
@@ -18,16 +34,34 @@ Django's 500 page.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from webtier._core.deadline import time_limit
 from webtier.errors import ConfigError, RedisUnavailable
 from webtier.sync import WebTier
+from webtier.web._lazy import lazy
 from webtier.web.sessions.adapter import Adapter, environ_headers
 from webtier.web.sessions.cookie import Where, came_through_proxy
-from webtier.web.sessions.outage import UNAVAILABLE_BODY
+from webtier.web.sessions.options import SessionOptions
+from webtier.web.sessions.outage import UNAVAILABLE_BODY, outage_log, unavailable_headers
 from webtier.web.sessions.sync import Session
+
+
+def configured_tier() -> WebTier:
+    """The tier of ``settings.WEBTIER_SESSIONS["tier"]`` (a WebTier, or the
+    dotted path to one)."""
+    from django.conf import settings
+    from django.utils.module_loading import import_string
+
+    tier = getattr(settings, "WEBTIER_SESSIONS", {}).get("tier")
+    if tier is None:
+        raise ConfigError("WEBTIER_SESSIONS['tier']: the WebTier sessions live in")
+    found = import_string(tier) if isinstance(tier, str) else tier
+    if not isinstance(found, WebTier):
+        raise ConfigError(f"WEBTIER_SESSIONS['tier'] is not a webtier.WebTier: {found!r}")
+    return found
 
 
 class Middleware(Adapter[WebTier]):
@@ -35,13 +69,10 @@ class Middleware(Adapter[WebTier]):
 
     def __init__(self, get_response: Callable[[Any], Any]) -> None:
         from django.conf import settings
-        from django.utils.module_loading import import_string
 
         configured = dict(getattr(settings, "WEBTIER_SESSIONS", {}))
-        tier = configured.pop("tier", None)
-        if tier is None:
-            raise ConfigError("WEBTIER_SESSIONS['tier']: the WebTier sessions live in")
-        super().__init__(import_string(tier) if isinstance(tier, str) else tier, None, configured)
+        configured.pop("tier", None)
+        super().__init__(configured_tier(), None, configured)
         self.get_response = get_response
 
     def __call__(self, request: Any) -> Any:
@@ -75,3 +106,26 @@ class Middleware(Adapter[WebTier]):
 
         headers = dict(self.unavailable(exception))
         return HttpResponse(UNAVAILABLE_BODY, status=503, headers=headers)
+
+
+def server_error(request: Any) -> Any:
+    """Django's ``handler500`` that answers 503 when the error is Redis being
+    unreachable (a session read in a view, or the session middleware's save),
+    else Django's own 500 page. Django calls it while handling the error."""
+    from django.http import HttpResponse
+    from django.views.defaults import server_error as djangos_server_error
+
+    error = sys.exc_info()[1]
+    if not isinstance(error, RedisUnavailable):
+        return djangos_server_error(request)
+    _OUTAGES.failed(error, "answered 503")
+    headers = dict(unavailable_headers(SessionOptions()))
+    return HttpResponse(UNAVAILABLE_BODY, status=503, headers=headers)
+
+
+_OUTAGES = outage_log(SessionOptions().log_every)
+
+
+# The engine's base class is Django's: imported when Django asks for it
+# (SESSION_ENGINE), so the middleware alone imports no Django at import.
+__getattr__ = lazy(__name__, {"SessionStore": "webtier.web.sessions.django_store"})

@@ -1,4 +1,14 @@
-"""Sessions for Flask apps, over a sync tier::
+"""Sessions for Flask apps, over a sync tier.
+
+``flask.session`` (and flask-login, authlib...) kept in webtier::
+
+    app.session_interface = webtier.web.sessions.flask.SessionInterface(tier)
+
+(:class:`~webtier.web.sessions.flask_interface.SessionInterface`: the data
+JSON by key, a response saves only what its request changed; call
+``app.session_interface.regenerate(flask.session)`` at login.)
+
+webtier's own session middleware (its cookie, carts and viewed items)::
 
     from webtier.web.sessions import flask as flask_sessions
 
@@ -21,6 +31,7 @@ from typing import Any
 
 from webtier.errors import RedisUnavailable
 from webtier.sync import WebTier
+from webtier.web._lazy import lazy
 from webtier.web.sessions.sync import Session
 from webtier.web.sessions.wsgi import WSGIMiddleware, session_of
 
@@ -40,3 +51,7 @@ def current_session() -> Session:
     import flask  # the app's dependency, not webtier's
 
     return session_of(flask.request.environ)
+
+
+# Its base class is Flask's: imported on first use, so this module imports no Flask.
+__getattr__ = lazy(__name__, {"SessionInterface": "webtier.web.sessions.flask_interface"})

@@ -1,0 +1,82 @@
+-- Save a framework's session (Django's SessionStore, Flask's session
+-- interface, a starsessions store) in one script: create-only or
+-- update-only, only the data keys the request changed or removed, the
+-- session's own expiry, and its place in the recency index.
+--
+-- KEYS[1] = the session's hash (fields: session_touch.lua; the framework's
+--           data in d<name> (JSON) or its opaque blob in b, its own idle
+--           expiry in x, ms)
+-- KEYS[2] = the shard's recency index: zset id -> last seen (server µs)
+-- ARGV[1] = the id (member of KEYS[2])
+-- ARGV[2] = 'create' (fails when the id exists) or 'update' (fails when no
+--           live session has it: deleted or expired meanwhile)
+-- ARGV[3] = the session's own idle expiry, ms (0: as it was, else the tier's)
+-- ARGV[4] = the tier's idle timeout ms (0: off); ARGV[5] = absolute ms (0: off)
+-- ARGV[6] = backstop ms; ARGV[7] = how late the backstop may be set (ms)
+-- ARGV[8] = most data fields; ARGV[9] = most bytes of data and blob
+-- ARGV[10] = the public id of a created session
+-- ARGV[11] = the session's user ('' anonymous), which the caller listed in
+--            the user's index first
+-- ARGV[12] = '1': set the blob to ARGV[13]; '0': leave it
+-- ARGV[14] = n, the number of data names removed, ARGV[15 .. 14 + n] them;
+-- then name and JSON value pairs to set (names without the 'd').
+-- Returns {1} when saved, {0} when the mode's condition failed (nothing
+-- written), {-1, fields, bytes} when the result would exceed a limit.
+--
+-- Atomic, because the check (exists or not) must hold for the write: an
+-- update that finds the session must not resurrect one a logout deletes
+-- between a check and a write, and two creates of one id must not both win.
+-- Only the named keys are written, so two requests that change different
+-- keys of one session both keep their change (Flask-Session's lost update).
+
+local key, recent, id, mode = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local own = ARGV[3] + 0
+local idle, absolute, backstop, lateness = ARGV[4] + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+
+local now_text, now_ms = server_now()
+local fields = redis.call('HGETALL', key)
+local created = false
+local sizes = {}
+for i = 1, #fields, 2 do
+  local name = fields[i]
+  if name == 'c' then
+    created = fields[i + 1] + 0
+  elseif name == 'x' and own == 0 then
+    own = fields[i + 1] + 0
+  elseif name == 'b' or (#name > 1 and string.byte(name) == 100) then -- 'd'
+    sizes[name] = #fields[i + 1]
+  end
+end
+if own > 0 then idle = own_idle(own, idle) end
+if mode == 'create' then
+  if #fields > 0 then return {0} end
+  created = now_ms
+elseif not created then
+  return {0}
+elseif not touch_deadline(key, recent, id, now_ms, created, idle, absolute, backstop, lateness) then
+  return {0}
+end
+
+local removed = ARGV[14] + 0
+local first_pair = 15 + removed
+for i = 15, first_pair - 1 do sizes['d' .. ARGV[i]] = nil end
+for i = first_pair, #ARGV, 2 do sizes['d' .. ARGV[i]] = #ARGV[i + 1] end
+if ARGV[12] == '1' then sizes['b'] = #ARGV[13] end
+local count, bytes = 0, 0
+for name, size in pairs(sizes) do
+  if name ~= 'b' then count = count + 1 end
+  bytes = bytes + size
+end
+if count > ARGV[8] + 0 or bytes > ARGV[9] + 0 then return {-1, count, bytes} end
+
+if mode == 'create' then redis.call('HSET', key, 'c', string.format('%d', now_ms), 'i', ARGV[10]) end
+for i = 15, first_pair - 1 do redis.call('HDEL', key, 'd' .. ARGV[i]) end
+for i = first_pair, #ARGV, 2 do redis.call('HSET', key, 'd' .. ARGV[i], ARGV[i + 1]) end
+if ARGV[12] == '1' then redis.call('HSET', key, 'b', ARGV[13]) end
+if ARGV[11] == '' then redis.call('HDEL', key, 'u') else redis.call('HSET', key, 'u', ARGV[11]) end
+local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
+local expire_text = string.format('%d', deadline + late)
+redis.call('HSET', key, 'e', expire_text)
+if own > 0 then redis.call('HSET', key, 'x', string.format('%d', own)) end
+mark_seen(key, recent, id, now_text, now_ms, expire_text, backstop, lateness)
+return {1}

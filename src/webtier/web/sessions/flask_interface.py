@@ -1,0 +1,209 @@
+"""Flask's ``flask.session`` on webtier: :class:`SessionInterface`, served
+as ``webtier.web.sessions.flask.SessionInterface`` (see that module)::
+
+    app.session_interface = webtier.web.sessions.flask.SessionInterface(tier)
+
+The cookie holds the session's id (256 random bits); the data is in
+``tier.session_store`` (:mod:`webtier.sessions.store`), JSON by key. A
+response saves only the keys the request changed or removed (nested values
+changed in place included, found by comparing their JSON), so parallel
+requests changing different keys both keep their change; a request that
+changed nothing writes nothing. A session ended meanwhile (a logout
+elsewhere, "log out everywhere") is never brought back by a save.
+
+While Redis is unreachable, a request is served as anonymous, and one that
+writes its session gets a 503 (never Flask's 500 page).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Flask, Request, Response
+from flask.sessions import SessionInterface as FlaskSessionInterface
+from flask.sessions import SessionMixin
+from werkzeug.datastructures import CallbackDict
+
+from webtier._core.deadline import time_limit
+from webtier.errors import ConfigError, RedisUnavailable, ServerError
+from webtier.sessions import new_token, store
+from webtier.sync import WebTier
+from webtier.web.sessions.options import SessionOptions
+from webtier.web.sessions.outage import UNAVAILABLE_BODY, outage_log, unavailable_headers
+
+_CREATE_ATTEMPTS = 5  # a fresh 256-bit id is never taken; this only bounds a broken RNG
+
+
+class FlaskSession(CallbackDict[str, Any], SessionMixin):
+    """``flask.session``: a dict that knows what was stored of it."""
+
+    def __init__(
+        self, data: dict[str, Any] | None = None, sid: str | None = None, *, permanent: bool
+    ) -> None:
+        def changed(session: FlaskSession) -> None:
+            session.modified = session.accessed = True
+
+        super().__init__(data, changed)
+        self.sid = sid  # None until the first save creates the session
+        self.unavailable: RedisUnavailable | None = None  # served as anonymous: Redis away
+        # Each key's JSON as read or last saved: a save sends what differs.
+        self.saved = store.encoded(data or {})
+        if data is None:
+            self.permanent = permanent
+            self.modified = False
+        self.accessed = False
+
+    def __getitem__(self, key: str) -> Any:
+        self.accessed = True
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.accessed = True
+        return super().get(key, default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self.accessed = True
+        return super().setdefault(key, default)
+
+    def __bool__(self) -> bool:
+        return bool(self.keys() - {"_permanent"})
+
+
+class SessionInterface(FlaskSessionInterface):
+    """``flask.session`` kept in webtier, for every request of the app.
+
+    ``permanent``: whether new sessions are permanent (their cookie lasts
+    ``PERMANENT_SESSION_LIFETIME``) or browser sessions (no ``Expires``);
+    ``None`` reads the app's ``SESSION_PERMANENT`` (True if unset, as
+    Flask-Session). Either way the stored session expires
+    ``PERMANENT_SESSION_LIFETIME`` after its last save or read, in Redis.
+    ``user_key``: the session key holding the logged-in user's id
+    (flask-login's by default), listed so that ``tier.sessions.of_user``
+    and ``revoke_all`` reach the user's sessions.
+    ``options``: the 503's ``retry_after``, ``time_limit`` and ``log_every``
+    of :class:`~webtier.web.sessions.SessionOptions` (its cookie settings
+    are Flask's own, ``SESSION_COOKIE_*``).
+    """
+
+    session_class = FlaskSession
+
+    def __init__(
+        self,
+        tier: WebTier,
+        *,
+        permanent: bool | None = None,
+        user_key: str = "_user_id",
+        options: SessionOptions | None = None,
+    ) -> None:
+        if not isinstance(tier, WebTier):
+            raise ConfigError(f"SessionInterface needs a webtier.WebTier, not {tier!r}")
+        self.tier, self.permanent, self.user_key = tier, permanent, user_key
+        self.options = options or SessionOptions()  # its retry_after and log_every
+        self.outages = outage_log(self.options.log_every)
+
+    def _permanent(self, app: Flask) -> bool:
+        if self.permanent is not None:
+            return self.permanent
+        return bool(app.config.get("SESSION_PERMANENT", True))
+
+    def open_session(self, app: Flask, request: Request) -> FlaskSession:
+        sid = request.cookies.get(self.get_cookie_name(app))
+        # An unknown, expired or forged id reads as missing: a new session,
+        # under a new id (never the one the cookie offered) once it is saved.
+        try:
+            with time_limit(self.options.time_limit):
+                found = self.tier.session_store.read(sid) if sid else None
+        except RedisUnavailable as error:
+            # Served as anonymous; a request that writes gets a 503 (save_session).
+            self.outages.failed(error, "served as anonymous")
+            session = FlaskSession(sid=None, permanent=self._permanent(app))
+            session.unavailable = error
+            return session
+        if found is None:
+            return FlaskSession(sid=None, permanent=self._permanent(app))
+        return FlaskSession(found.data, sid, permanent=self._permanent(app))
+
+    def regenerate(self, session: FlaskSession) -> None:
+        """A new id for ``session``, its data kept, the old id dead at once:
+        call it at login (``app.session_interface.regenerate(flask.session)``)."""
+        saved = session.saved.get(self.user_key)  # the user as stored
+        user = None if saved is None else str(json.loads(saved))
+        moved = self.tier.session_store.rotate(session.sid, user=user) if session.sid else None
+        if moved is None:  # nothing stored yet: saved under a new id
+            session.sid, session.saved = None, {}
+        else:  # one atomic move in Redis
+            session.sid = moved
+        session.modified = True
+
+    def save_session(self, app: Flask, session: SessionMixin, response: Response) -> None:
+        if not isinstance(session, FlaskSession):  # another interface's, or a null session
+            return
+        if session.accessed:
+            response.vary.add("Cookie")
+        if session.unavailable is not None:
+            if session.modified:  # its writes cannot be kept
+                self._unavailable(response, session.unavailable)
+            return
+        try:
+            with time_limit(self.options.time_limit):
+                self._save(app, session, response)
+        except RedisUnavailable as error:
+            self._unavailable(response, error)
+
+    def _unavailable(self, response: Response, error: RedisUnavailable) -> None:
+        """Turns the response into the 503 every webtier adapter answers
+        while Redis is away: never Flask's 500 page."""
+        self.outages.failed(error, "answered 503")
+        response.status_code = 503
+        response.set_data(UNAVAILABLE_BODY)
+        response.headers.pop("Set-Cookie", None)
+        for name, value in unavailable_headers(self.options):
+            response.headers[name] = value
+
+    def _save(self, app: Flask, session: FlaskSession, response: Response) -> None:
+        name, domain = self.get_cookie_name(app), self.get_cookie_domain(app)
+        path = self.get_cookie_path(app)
+        if not session:
+            if session.modified and session.sid is not None:  # emptied: ended
+                self.tier.session_store.delete(session.sid)
+                response.delete_cookie(name, domain=domain, path=path)
+                response.vary.add("Cookie")
+            return
+        if not (session.accessed or session.modified):
+            return  # nothing read, nothing written: the read already touched it
+        data = dict(session)
+        expiry = app.permanent_session_lifetime.total_seconds()
+        user = None if data.get(self.user_key) is None else str(data[self.user_key])
+        if session.sid is None:
+            session.sid = self._create(data, expiry, user)
+        else:
+            changed, removed = store.changes(session.saved, data)
+            relisted = self.user_key in changed  # a login: listed among the user's
+            if (changed or removed) and not self.tier.session_store.save(
+                session.sid, changed, removed, expiry=expiry, user=user, user_changed=relisted
+            ):
+                # Ended meanwhile: a save must not bring it (and its user) back.
+                response.delete_cookie(name, domain=domain, path=path)
+                return
+        session.saved = store.encoded(data)
+        if session.modified or self.should_set_cookie(app, session):
+            response.set_cookie(
+                name,
+                session.sid,
+                expires=self.get_expiration_time(app, session),
+                httponly=self.get_cookie_httponly(app),
+                domain=domain,
+                path=path,
+                secure=self.get_cookie_secure(app),
+                samesite=self.get_cookie_samesite(app),
+                partitioned=self.get_cookie_partitioned(app),
+            )
+            response.vary.add("Cookie")
+
+    def _create(self, data: dict[str, Any], expiry: float, user: str | None) -> str:
+        for _ in range(_CREATE_ATTEMPTS):
+            sid = new_token()
+            if self.tier.session_store.create(sid, data, expiry=expiry, user=user):
+                return sid
+        raise ServerError("could not find a free session id")  # pragma: no cover

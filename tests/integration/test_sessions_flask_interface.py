@@ -1,0 +1,256 @@
+"""``flask.session`` on webtier (``app.session_interface =
+webtier.web.sessions.flask.SessionInterface(tier)``). Flask-Session's
+source distribution ships no tests: each test here names the test or code
+of pallets-eco/flask-session (tests/, src/flask_session/base.py) whose
+behaviour it checks of a backend."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import flask
+import pytest
+import redis.connection
+
+import webtier
+from tests.helpers.servers import BINARIES
+from tests.helpers.web import lost_updates, serving
+from webtier.config import RetryPolicy, SessionSettings
+from webtier.errors import ConfigError
+from webtier.sessions.store import place_of
+from webtier.testing import RedisServer
+from webtier.web.sessions.flask import SessionInterface
+
+PARALLEL = 200  # requests per client in the lost-update test, two clients at once
+
+
+def create_app(tier: webtier.WebTier, **config: Any) -> flask.Flask:
+    """Flask-Session's tests/conftest.py ``create_app``, on webtier."""
+    app = flask.Flask(__name__)
+    app.config.update({"SESSION_PERMANENT": False, **config})
+    app.session_interface = SessionInterface(tier)
+
+    @app.get("/")
+    def hello() -> str:
+        return "hello world"
+
+    @app.post("/set")
+    def set_value() -> str:
+        flask.session["value"] = flask.request.form["value"]
+        return "value set"
+
+    @app.post("/modify")
+    def modify() -> str:
+        flask.session["value"] = flask.request.form["value"]
+        return "value set"
+
+    @app.post("/delete")
+    def delete() -> str:
+        del flask.session["value"]
+        return "value deleted"
+
+    @app.get("/get")
+    def get() -> str:
+        return str(flask.session.get("value", "no value set"))
+
+    @app.post("/login")
+    def login() -> str:
+        app.session_interface.regenerate(flask.session)  # type: ignore[attr-defined]
+        flask.session["user"] = "ann"
+        return "in"
+
+    @app.post("/clear")
+    def clear() -> str:
+        flask.session.clear()
+        return "cleared"
+
+    @app.get("/put/<name>")
+    def put(name: str) -> str:
+        flask.session[name] = 1
+        time.sleep(0.002)  # the view's own work (a query, a template) before the save
+        return "put"
+
+    @app.get("/keys")
+    def keys() -> list[str]:
+        return sorted(flask.session.keys())
+
+    return app
+
+
+@pytest.fixture
+def tier(sync_client: Any, config: webtier.Config) -> webtier.WebTier:
+    return webtier.WebTier(sync_client, config)
+
+
+def _sid(response: Any) -> str:
+    (cookie,) = [c for c in response.headers.getlist("Set-Cookie") if c.startswith("session=")]
+    return str(cookie.split(";")[0].split("=", 1)[1])
+
+
+def test_a_value_is_set_modified_and_deleted_across_requests(tier: webtier.WebTier) -> None:
+    """Mirrors flask-session tests/conftest.py ``Utils.test_session`` (run by
+    tests/test_redis.py::TestRedisSession::test_redis_default)."""
+    client = create_app(tier).test_client()
+    assert client.get("/get").data not in [b"42", b"43", b"44"]
+    response = client.get("/")
+    assert "Vary" not in response.headers  # the session was not touched
+    assert client.post("/set", data={"value": "42"}).data == b"value set"
+    assert client.get("/get").data == b"42"
+    assert client.get("/get").headers["Vary"] == "Cookie"
+    assert client.post("/modify", data={"value": "43"}).data == b"value set"
+    assert client.get("/get").data == b"43"
+    assert client.post("/delete").data == b"value deleted"
+    assert client.get("/get").data == b"no value set"
+
+
+def test_the_cookie_names_the_stored_session(tier: webtier.WebTier) -> None:
+    """Mirrors flask-session tests/conftest.py ``Utils.test_session_with_cookie``
+    and test_redis.py::TestRedisSession::test_redis_default's look at the store."""
+    client = create_app(tier).test_client()
+    sid = _sid(client.post("/set", data={"value": "44"}))
+    stored = tier.session_store.read(sid)
+    assert stored is not None
+    assert stored.data["value"] == "44"
+
+
+def test_session_permanent_false_gives_a_browser_session(
+    tier: webtier.WebTier, sync_client: Any
+) -> None:
+    """Mirrors flask-session tests/conftest.py ``create_app``'s
+    ``SESSION_PERMANENT = False`` (and base.py ``open_session``'s ``permanent``)."""
+    browser = create_app(tier, PERMANENT_SESSION_LIFETIME=600).test_client()
+    response = browser.post("/set", data={"value": "1"})
+    cookie = response.headers["Set-Cookie"].lower()
+    assert "expires" not in cookie
+    assert "httponly" in cookie
+    lasting = create_app(tier, SESSION_PERMANENT=True, PERMANENT_SESSION_LIFETIME=600)
+    assert (
+        "expires"
+        in lasting.test_client().post("/set", data={"value": "1"}).headers["Set-Cookie"].lower()
+    )
+    # Either way Redis ends the stored session PERMANENT_SESSION_LIFETIME after its last save.
+    where = place_of(tier.config, _sid(response))
+    assert where is not None
+    assert 590_000 < sync_client.pttl(where.key) <= 600_000
+
+
+def test_regenerate_gives_a_new_id_and_kills_the_old_one(tier: webtier.WebTier) -> None:
+    """Mirrors flask-session src/flask_session/base.py
+    ``ServerSideSessionInterface.regenerate``, called at login."""
+    client = create_app(tier).test_client()
+    before = _sid(client.post("/set", data={"value": "cart"}))
+    after = _sid(client.post("/login"))
+    assert after != before
+    assert tier.session_store.read(before) is None
+    assert client.get("/get").data == b"cart"  # the data carried over
+    stolen = create_app(tier).test_client()
+    stolen.set_cookie("session", before)
+    assert "user" not in stolen.get("/keys").json
+
+
+def test_only_a_webtier_tier_is_accepted() -> None:
+    """Mirrors flask-session tests/test_basic.py::test_null_session (an
+    interface without a store fails when made, not at the first request)."""
+    with pytest.raises(ConfigError):
+        SessionInterface(object())  # type: ignore[arg-type]
+
+
+def test_an_unknown_or_forged_cookie_starts_a_new_session_under_a_new_id(
+    tier: webtier.WebTier,
+) -> None:
+    """Mirrors flask-session base.py ``open_session``: a saved session that
+    does not exist gives a new session with a new id (never the offered one)."""
+    client = create_app(tier).test_client()
+    for offered in ("1", "someunknownkey", webtier.sessions.new_token()):
+        client.set_cookie("session", offered)
+        assert client.get("/get").data == b"no value set"
+        assert _sid(client.post("/set", data={"value": "1"})) != offered
+        assert tier.session_store.read(offered) is None
+
+
+def test_an_emptied_session_is_deleted_and_its_cookie_cleared(tier: webtier.WebTier) -> None:
+    """Mirrors flask-session base.py ``save_session``: "If the session was
+    deleted (empty and modified), delete the saved session"."""
+    client = create_app(tier).test_client()
+    sid = _sid(client.post("/set", data={"value": "1"}))
+    response = client.post("/clear")
+    assert "session=;" in response.headers["Set-Cookie"]
+    assert tier.session_store.read(sid) is None
+
+
+def test_a_session_ended_elsewhere_is_never_saved_back(tier: webtier.WebTier) -> None:
+    client = create_app(tier).test_client()
+    sid = _sid(client.post("/set", data={"value": "1"}))
+    app = create_app(tier)
+    with app.test_request_context(headers={"Cookie": f"session={sid}"}):
+        session = app.session_interface.open_session(app, flask.request)
+        tier.session_store.delete(sid)  # "log out everywhere" meanwhile
+        session["value"] = "2"
+        response = app.make_response("late")
+        app.session_interface.save_session(app, session, response)
+    assert tier.session_store.read(sid) is None
+    assert "session=;" in response.headers["Set-Cookie"]
+
+
+def test_a_request_costs_one_round_trip_and_one_more_when_it_writes(
+    tier: webtier.WebTier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted on the wire: each pipeline is one ``send_packed_command``."""
+    sent = []
+    send = redis.connection.AbstractConnection.send_packed_command
+
+    def counted(conn: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(command)
+        return send(conn, command, *args, **kwargs)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
+    client = create_app(tier).test_client()
+    client.post("/set", data={"value": "1"})
+    client.post("/modify", data={"value": "2"})  # the scripts are loaded from here on
+    for path, trips in (("/nothing-here", 1), ("/get", 1), ("/get", 1)):
+        sent.clear()
+        client.get(path)
+        assert len(sent) == trips, path  # Flask opens the session of every request
+    sent.clear()
+    client.post("/modify", data={"value": "3"})
+    assert len(sent) == 2  # the read, and the changed key's save
+    sent.clear()
+    client.post("/modify", data={"value": "3"})
+    assert len(sent) == 1  # the same value: nothing to save
+
+
+def test_while_redis_is_away_reads_are_anonymous_and_writes_get_503(prefix: str) -> None:
+    with RedisServer.start(BINARIES["standalone"]) as server:
+        client = webtier.connect(server.url, socket_timeout=0.5)
+        retry = RetryPolicy(attempts=2, backoff=0.01, backoff_cap=0.05)
+        tier = webtier.WebTier(client, webtier.Config(prefix=prefix, retry=retry))
+        http = create_app(tier).test_client()
+        http.post("/set", data={"value": "42"})
+        server.kill()
+        assert http.get("/").status_code == 200
+        response = http.get("/get")
+        assert (response.status_code, response.data) == (200, b"no value set")
+        response = http.post("/set", data={"value": "43"})
+        assert response.status_code == 503
+        assert b"session store" in response.data
+        assert response.headers["Retry-After"] == "5"
+        server.launch()
+        # The killed server lost its data: the old cookie reads as missing, and writes work.
+        assert http.post("/set", data={"value": "44"}).status_code == 200
+        assert http.get("/get").data == b"44"
+        webtier.disconnect(client)
+
+
+@pytest.mark.slow
+def test_parallel_requests_changing_different_keys_keep_every_change(
+    sync_client: Any, config: webtier.Config
+) -> None:
+    """flask-session#71: Flask-Session saves the whole session, so a request
+    overwrites what a parallel one wrote since it read; webtier saves the
+    keys each request changed."""
+    limits = SessionSettings(max_fields=4 * PARALLEL, max_data_bytes=64 * 1024)
+    tier = webtier.WebTier(sync_client, dataclasses.replace(config, sessions=limits))
+    with serving(create_app(tier)) as base:
+        assert lost_updates(base, "session", PARALLEL) == 0
