@@ -81,6 +81,10 @@ def run(h: Harness) -> list[Row]:
             "SessionMiddleware on its RedisStore",
         ),
     ]
+    h.notes.append(
+        f"round trips: every send to Redis over {COUNTED} requests (a pipeline is one); "
+        "requests/s: one in-process test client of the framework, the sides taking turns"
+    )
     rows: list[Row] = []
     for framework, ours, theirs, note in pairs:
         rows.extend(_pair(h, framework, ours, theirs, note))
@@ -104,29 +108,17 @@ def _pair(h: Harness, framework: str, ours: Side, theirs: Side, note: str) -> li
                 rates[name].append(_rate(batch, h.settings.seconds))
                 h.ticker.tick()
 
-    def measured(name: str, unit: str, values: list[float]) -> Measurement:
-        return h.record(Measurement(f"{framework} {name}", 1, unit, tuple(values)))
+    def row(what: str, unit: str, found: dict[str, list[float]], goals: tuple[Goal, ...]) -> Row:
+        ours, anchor = (
+            h.record(Measurement(f"{framework} {name}", 1, unit, tuple(found[name])))
+            for name in ("webtier", "anchor")
+        )
+        return Row(f"{framework}: {what}", unit, 1, ours, anchor, goals=goals, note=note)
 
-    trips_unit, rate_unit = "round trips/request", "requests/s"
+    note += "; the book column is the anchor"
     return [
-        Row(
-            f"{framework}: round trips per request",
-            trips_unit,
-            1,
-            measured("webtier", trips_unit, trips["webtier"]),
-            measured("anchor", trips_unit, trips["anchor"]),
-            goals=TRIP_GOALS,
-            note=f"{note}; counted over {COUNTED} requests",
-        ),
-        Row(
-            f"{framework}: requests/s",
-            rate_unit,
-            1,
-            measured("webtier", rate_unit, rates["webtier"]),
-            measured("anchor", rate_unit, rates["anchor"]),
-            goals=RATE_GOALS,
-            note=f"{note}; one in-process test client, the book column is the anchor",
-        ),
+        row("round trips per request", "round trips/request", trips, TRIP_GOALS),
+        row("requests/s", "requests/s", rates, RATE_GOALS),
     ]
 
 
@@ -176,6 +168,24 @@ def _rate(batch: Batch, seconds: float) -> float:
     return done / elapsed
 
 
+def _seeded(framework: str, get: Callable[[str], tuple[int, str]]) -> Batch:
+    """Seed the session through ``get`` (a path -> the status and body of a
+    synchronous test client's GET), check it is kept, and return ``batch``."""
+
+    def send(n: int) -> list[str]:
+        answers = []
+        for _ in range(n):
+            status, body = get("/touch")
+            if status != 200:
+                raise RuntimeError(f"{framework} answered {status}")
+            answers.append(body)
+        return answers
+
+    get("/seed")
+    _checked(send(WARMUP), 1)
+    return send
+
+
 def _checked(answers: list[str], first: int) -> None:
     """The counter went up by one a request: the session was kept."""
     expected = [str(n) for n in range(first, first + len(answers))]
@@ -209,18 +219,11 @@ def _django(**engine: Any) -> Iterator[Batch]:
     ):
         client = Client()
 
-        def send(n: int) -> list[str]:
-            answers = []
-            for _ in range(n):
-                response = client.get("/touch")
-                if response.status_code != 200:
-                    raise RuntimeError(f"Django answered {response.status_code}")
-                answers.append(response.content.decode())
-            return answers
+        def get(path: str) -> tuple[int, str]:
+            response = client.get(path)
+            return response.status_code, response.content.decode()
 
-        client.get("/seed")
-        _checked(send(WARMUP), 1)
-        yield send
+        yield _seeded("Django", get)
 
 
 @contextlib.contextmanager
@@ -277,18 +280,11 @@ def _flask_app(configure: Callable[[Any], None]) -> Any:
 def _flask(configure: Callable[[Any], None]) -> Iterator[Batch]:
     client = _flask_app(configure).test_client()
 
-    def send(n: int) -> list[str]:
-        answers = []
-        for _ in range(n):
-            response = client.get("/touch")
-            if response.status_code != 200:
-                raise RuntimeError(f"Flask answered {response.status_code}")
-            answers.append(response.get_data(as_text=True))
-        return answers
+    def get(path: str) -> tuple[int, str]:
+        response = client.get(path)
+        return response.status_code, response.get_data(as_text=True)
 
-    client.get("/seed")
-    _checked(send(WARMUP), 1)
-    yield send
+    yield _seeded("Flask", get)
 
 
 @contextlib.contextmanager
