@@ -231,9 +231,22 @@ def pagecache_command(**options: Any) -> None:
 
 @bench.command("sessions")
 @bench_options
-def sessions_command(**options: Any) -> None:
+@click.option(
+    "--frameworks",
+    is_flag=True,
+    help="Instead: webtier's Django, Flask and Starlette session adapters vs django-redis, "
+    "Flask-Session and starsessions: round trips and requests/s of a request that reads "
+    "the session and changes one key (one in-process client; --processes is ignored).",
+)
+def sessions_command(frameworks: bool, **options: Any) -> None:
     """Sessions and carts vs the book's listings 2.1-2.5 and 2.9: touch,
-    check, cleanup, memory per session."""
+    check, cleanup, memory per session; with --frameworks, the framework
+    adapters vs the Redis sessions of Django, Flask and Starlette users."""
+    if frameworks:
+        from benchmarks import session_frameworks
+
+        run_bench(session_frameworks.TITLE, session_frameworks.run, **options)
+        return
     run_bench(sessions.TITLE, sessions.run, **options)
 
 

@@ -6,6 +6,9 @@ It never looks at a timing.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +60,38 @@ def test_the_bulk_loader_leaves_what_the_api_reads(servers: dict[str, RedisServe
     finally:
         client.flushdb()
         client.close()
+
+
+FRAMEWORK_ROWS = [
+    f"{framework}: {what}"
+    for framework in ("Django", "Flask", "Starlette")
+    for what in ("round trips per request", "requests/s")
+]
+
+
+def test_the_frameworks_bench_reports_every_row(
+    servers: dict[str, RedisServer], tmp_path: Path
+) -> None:
+    # A process of its own: the bench configures Django's settings, which
+    # other tests' Django apps configure their own way.
+    url = f"redis://127.0.0.1:{servers['standalone'].port}/{DB}"
+    out = tmp_path / "frameworks.json"
+    line = ["bench", "sessions", "--frameworks", "--url", url, "--seconds", "0.1"]
+    line += ["--repeat", "1", "--json", str(out), "--markdown"]
+    done = subprocess.run(
+        [sys.executable, "-m", "webtier", *line], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr
+    for row in FRAMEWORK_ROWS:
+        assert f"| {row} |" in done.stdout
+    saved = json.loads(out.read_text())
+    assert [row["what"] for row in saved["rows"]] == FRAMEWORK_ROWS
+    # The round trips are counted, not timed: every side sends some.
+    trips = [row for row in saved["rows"] if row["what"].endswith("round trips per request")]
+    assert all(row["webtier"] > 0 and row["book"] > 0 for row in trips)
+    for number in (DB, DB + 1):
+        client = servers["standalone"].client(db=number)
+        try:
+            assert client.dbsize() == 0
+        finally:
+            client.close()
