@@ -201,7 +201,7 @@ def _reads(h: Harness, db: Database) -> list[Row]:
 def _raw_get(h: Harness) -> Measurement | None:
     """redis-benchmark's GET of a cached row: the Redis part's own limit."""
     config = Config()
-    key = config.keys.row_shard("inventory", shard_of("1", config.rows.shards)).row("1")
+    key = config.keys.row_shard(shopdb.SHOP_INVENTORY, shard_of("1", config.rows.shards)).row("1")
     value = h.server.admin.get(key)
     if value is None:
         raise RuntimeError("row 1 is not cached")
