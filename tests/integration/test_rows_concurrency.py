@@ -46,7 +46,7 @@ class LoggingSource(Source):
     never return (a hung worker)."""
 
     def __init__(self, db_url: str, log: str, *, pause: float = 0.0, hang: bool = False) -> None:
-        super().__init__("inventory")
+        super().__init__(shopdb.SHOP_INVENTORY)  # the rows the test schedules
         self.inner = shopdb.inventory_source(db_url)
         self.log, self.pause, self.hang = log, pause, hang
 
