@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from webtier.stats.histogram import Histogram, bucket_of
 FIGURES, RESET = "/_bench/figures", "/_bench/reset"
 TOP_ITEMS = 10_000  # "the top 10,000 items": the book's page cache admission
 SESSION_COOKIES = {"webtier": "webtier_session", "book": "token", "sql": "session"}
+STACK_ENVIRONMENT = "WEBTIER_BENCH_SHOP_STACK"
 SUB_BUCKETS = StatsSettings(relative_error=0.01).sub_buckets
 
 
@@ -162,10 +164,14 @@ def _engine(database: str) -> sa.Engine:
     return sa.create_engine(database, pool_size=20, max_overflow=0)
 
 
-def serve(stack: str, redis_url: str, database: str, items: int, port: int) -> None:
-    """Run one stack's app until killed (the target of its server process)."""
-    import uvicorn
+def own_group() -> None:
+    """Make this process the leader of a process group its children join,
+    so the bench pauses and resumes a stack's workers with it."""
+    os.setpgid(0, 0)
 
+
+def measured_app(stack: str, redis_url: str, database: str, items: int, prefix: str) -> Measured:
+    """One stack's app, its SQL and round trips counted, wrapped in :class:`Measured`."""
     engine = _engine(database)
     count_sql(engine)
     count_round_trips()
@@ -175,7 +181,7 @@ def serve(stack: str, redis_url: str, database: str, items: int, port: int) -> N
         from webtier.connect import connect_async
         from webtier.demo.shop import ShopSettings, create_app
 
-        tier = AsyncWebTier(connect_async(redis_url), Config(prefix="shop"))
+        tier = AsyncWebTier(connect_async(redis_url), Config(prefix=prefix))
         settings = ShopSettings(items=items, run_jobs=False, secret=b"s" * 32)
         app: Any = create_app(tier, engine, settings=settings)
     else:
@@ -183,28 +189,61 @@ def serve(stack: str, redis_url: str, database: str, items: int, port: int) -> N
         from benchmarks._shop_stacks import book_app
 
         app = book_app(redis_url, engine, items) if stack == "book" else sql_app(engine, items)
+    return Measured(app, SESSION_COOKIES[stack], items)
+
+
+def app_of_environment() -> Measured:
+    """The app of each worker process of a stack served by several (uvicorn's
+    factory: the arguments come in :data:`STACK_ENVIRONMENT`)."""
+    return measured_app(**json.loads(os.environ[STACK_ENVIRONMENT]))
+
+
+def serve(
+    stack: str, redis_url: str, database: str, items: int, port: int, *,
+    workers: int = 1, prefix: str = "shop",
+) -> None:  # fmt: skip
+    """Run one stack's app until killed (the target of its server process):
+    uvicorn with uvloop and httptools, as the shop is deployed."""
+    import uvicorn
+
+    own_group()
+    served: Any
+    factory = workers > 1
+    if not factory:
+        served = measured_app(stack, redis_url, database, items, prefix)
+    else:
+        # uvicorn's workers import the app themselves: its arguments go by the environment.
+        arguments = {"stack": stack, "redis_url": redis_url, "database": database,
+                     "items": items, "prefix": prefix}  # fmt: skip
+        os.environ[STACK_ENVIRONMENT] = json.dumps(arguments)
+        served = f"{__name__}:{app_of_environment.__name__}"
     uvicorn.run(
-        Measured(app, SESSION_COOKIES[stack], items),
+        served,
+        factory=factory,
+        workers=workers,
         host="127.0.0.1",
         port=port,
+        loop="uvloop",
+        http="httptools",
         log_level="warning",
         access_log=False,
         lifespan="on",
     )
 
 
-def jobs(stack: str, redis_url: str, database: str, items: int) -> None:
+def jobs(stack: str, redis_url: str, database: str, items: int, prefix: str = "shop") -> None:
     """Run one stack's background jobs until killed."""
+    own_group()
     engine = _engine(database)
     if stack == "book":
         from benchmarks._shop_stacks import book_daemon
 
         book_daemon(redis_url, engine, items, threading.Event())
     elif stack == "webtier":
-        asyncio.run(_webtier_jobs(redis_url, engine, items))
+        asyncio.run(_webtier_jobs(redis_url, engine, items, prefix))
 
 
-async def _webtier_jobs(redis_url: str, engine: sa.Engine, items: int) -> None:
+async def _webtier_jobs(redis_url: str, engine: sa.Engine, items: int, prefix: str) -> None:
     from webtier.aio import WebTier as AsyncWebTier
     from webtier.config import Config
     from webtier.connect import connect_async
@@ -212,7 +251,7 @@ async def _webtier_jobs(redis_url: str, engine: sa.Engine, items: int) -> None:
     from webtier.demo.shop import ShopSettings
     from webtier.demo.shop.jobs import maintenance
 
-    tier = AsyncWebTier(connect_async(redis_url), Config(prefix="shop"))
+    tier = AsyncWebTier(connect_async(redis_url), Config(prefix=prefix))
     settings = ShopSettings(items=items, secret=b"s" * 32)
     async with maintenance(tier, shopdb.inventory_source(engine), settings):
         await asyncio.Event().wait()  # until the process is killed

@@ -302,9 +302,24 @@ def capacity_command(check: bool, **options: Any) -> None:
 
 @bench.command("shop")
 @bench_options
-def shop_command(**options: Any) -> None:
+@click.option(
+    "--load",
+    type=click.Choice(["wrk", "python"]),
+    default=None,
+    help="The load generator: wrk replaying loadgen's visits (the default when wrk is "
+    "installed), or loadgen's Python driver.",
+)
+@click.option(
+    "--requests",
+    type=click.IntRange(min=0),
+    default=0,
+    help="With wrk: each connection stops after this many responses (a fixed amount of "
+    "work). Default: --seconds decides.",
+)
+def shop_command(load: str | None, requests: int, **options: Any) -> None:
     """The demo shop under webtier loadgen's traffic: webtier vs the book's
-    listings vs SQL alone, each behind one uvicorn worker, interleaved."""
+    listings vs SQL alone, each behind one uvicorn worker, interleaved (and
+    with wrk, webtier behind two)."""
     from benchmarks import shop
 
-    run_bench(shop.TITLE, shop.run, **options)
+    run_bench(shop.TITLE, functools.partial(shop.run, load=load, requests=requests), **options)

@@ -5,16 +5,20 @@ traffic, three ways, in one run.
 2. the book: the same pages on the book's listings (:mod:`benchmarks._shop_stacks`);
 3. SQL alone: the same pages, no Redis.
 
-Each stack is a uvicorn server of one worker in a process of its own, its
+Each stack is a uvicorn server of one worker (uvloop, httptools) in a process of its own, its
 background jobs in another (webtier's worker; the book's ``cache_rows``,
 session cleaner and rescale daemons); all read one SQLite inventory of
 100,000 items (times ``--scale``). The stacks take turns, ``--repeat``
 rounds of ``--seconds`` each, after a warm-up turn each: the stacks not
 measured are paused (SIGSTOP), so the Redis server's and the machine's
-CPU go to the one measured. The load is :func:`webtier.demo.loadgen.drive`
-from this process, as many visitors at once as ``--processes``' largest
-count times 8, arriving as fast as they leave (a closed loop: the figure
-is the most the stack serves). Figures are medians over the rounds.
+CPU go to the one measured. The load is as many visitors at once as
+``--processes``' largest count times 8, each starting a new visit as the
+last one ends (a closed loop: the figure is the most the stack serves),
+sent by ``wrk`` replaying the loadgen model's visits (:mod:`benchmarks._wrk`;
+the default when wrk is installed) or by :func:`webtier.demo.loadgen.drive`
+from this process (``--load python``, whose CPU a request is more than the
+stacks': it bounds what they show). With wrk, a fourth stack is webtier's
+shop behind two uvicorn workers. Figures are medians over the rounds.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,15 +44,23 @@ from benchmarks._harness import Harness
 from benchmarks._render import number
 from benchmarks._results import Goal, Measurement, Row
 from benchmarks._shop_server import FIGURES, RESET, jobs, serve
+from benchmarks._wrk import replay, write_visits, wrk_path
 from webtier.demo import shopdb
-from webtier.demo.loadgen import LoadReport, drive
+from webtier.demo.loadgen import LoadReport, Traffic, drive
+from webtier.errors import ConfigError
 from webtier.testing import free_port
 
 TITLE = "webtier bench shop"
 ITEMS = 100_000
 STACKS = ("webtier", "book", "sql")
-NAMES = {"webtier": "webtier", "book": "book's listings", "sql": "SQL only"}
+TWO_WORKERS = "webtier2"  # webtier's shop behind two uvicorn workers (with wrk only)
+NAMES = {"webtier": "webtier", "book": "book's listings", "sql": "SQL only",
+         TWO_WORKERS: "webtier, two workers"}  # fmt: skip
+LOADS = ("wrk", "python")
 VISITORS_PER_PROCESS = 8
+# Visits in each wrk connection's file: more than a run replays at the
+# speeds seen (the file starts over, with new visitors, if not).
+WRK_VISITS = 1_000
 USERS = 1_000
 ITEM_ROUTE = "GET /item/{item_id}"
 IDLE_HITS = 200
@@ -61,13 +74,26 @@ class Stack:
     base: str
     processes: list[multiprocessing.process.BaseProcess]
     reports: list[LoadReport] = field(default_factory=list)
+    latencies: list[tuple[float, float]] = field(default_factory=list)  # wrk's p50, p99
     figures: list[dict[str, Any]] = field(default_factory=list)
     redis_cpu: list[float] = field(default_factory=list)
+    client_cpu: list[float] = field(default_factory=list)  # the load generator's
+
+    def clear(self) -> None:
+        """Forget the warm-up's figures."""
+        for kept in (self.reports, self.latencies, self.figures, self.redis_cpu, self.client_cpu):
+            kept.clear()
 
     def signal(self, signum: int) -> None:
+        """Signal the stack's processes and theirs (uvicorn's workers): each
+        leads a process group (:func:`benchmarks._shop_server.own_group`)."""
         for process in self.processes:
             if process.pid is not None and process.is_alive():
-                os.kill(process.pid, signum)
+                try:
+                    os.killpg(process.pid, signum)
+                except ProcessLookupError:  # not a group's leader yet: starting
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(process.pid, signum)
 
 
 def _wait_for_port(port: int, process: multiprocessing.process.BaseProcess) -> None:
@@ -85,8 +111,16 @@ def running(name: str, redis_url: str, database: str, items: int) -> Iterator[St
     """One stack's server and jobs processes, paused, until the block ends."""
     spawn = multiprocessing.get_context("spawn")
     port = free_port()
-    server = spawn.Process(target=serve, args=(name, redis_url, database, items, port), daemon=True)
-    helper = spawn.Process(target=jobs, args=(name, redis_url, database, items), daemon=True)
+    # The two-worker shop has keys of its own, and its own jobs over them.
+    kind, workers, prefix = ("webtier", 2, "shop2") if name == TWO_WORKERS else (name, 1, "shop")
+    server = spawn.Process(
+        target=serve,
+        args=(kind, redis_url, database, items, port),
+        kwargs={"workers": workers, "prefix": prefix},
+        daemon=workers == 1,  # a daemonic process may not start uvicorn's workers
+    )
+    helper = spawn.Process(target=jobs, args=(kind, redis_url, database, items, prefix),
+                           daemon=True)  # fmt: skip
     stack = Stack(name, f"http://127.0.0.1:{port}", [server, helper])
     try:
         for process in stack.processes:
@@ -117,28 +151,63 @@ def _hits(base: str) -> None:
             http.get("/item/1")
 
 
-def _turn(h: Harness, stack: Stack, seconds: float, seed: int, items: int) -> None:
-    """One measured turn of ``stack``: resumed, loaded, read, paused."""
+@dataclass(frozen=True, slots=True)
+class Load:
+    """How the stacks are loaded: ``wrk`` replaying the model's visits
+    (:mod:`benchmarks._wrk`), or ``python``, webtier loadgen's own driver."""
+
+    kind: str
+    visitors: int  # at once: wrk's connections, the driver's concurrency
+    folder: Path
+    items: int
+    requests: int = 0  # wrk: responses per connection before it stops (0: none)
+
+    def visits(self, seed: int) -> Path:
+        """Where the visits of ``seed`` are, for wrk."""
+        return self.folder / f"visits-{seed}"
+
+    def prepare(self, seed: int) -> None:
+        if self.kind == "wrk":
+            traffic = Traffic(items=self.items, users=USERS)
+            write_visits(self.visits(seed), self.visitors, traffic, seed, WRK_VISITS)
+
+
+def _load(h: Harness, stack: Stack, load: Load, seconds: float, seed: int) -> LoadReport:
+    """One run of ``load`` on ``stack``; its client CPU in ``stack``'s figures."""
+    if load.kind == "wrk":
+        measured = replay(stack.base, load.visits(seed), seconds, load.visitors, load.requests)
+        stack.latencies.append((measured.p50, measured.p99))
+        stack.client_cpu.append(measured.cpu_seconds)
+        return measured.report
+    client_cpu = time.process_time()
+    report = asyncio.run(
+        drive(
+            stack.base,
+            rate=1e6,  # arrivals wait for a free slot: a closed loop of `visitors`
+            duration=seconds,
+            users=USERS,
+            items=load.items,
+            seed=seed,
+            concurrency=load.visitors,
+        )
+    )
+    stack.client_cpu.append(time.process_time() - client_cpu)
+    return report
+
+
+def _turn(h: Harness, stack: Stack, load: Load, seconds: float, seed: int) -> None:
+    """One measured turn of ``stack``: resumed, loaded, read, paused. The
+    two-worker stack's figures are its requests/s alone (each worker
+    counts its own)."""
     stack.signal(signal.SIGCONT)
     try:
+        if stack.name == TWO_WORKERS:
+            stack.reports.append(_load(h, stack, load, seconds, seed))
+            return
         _figures(stack.base, RESET)
         h.server.reset_stats()
-        visitors = VISITORS_PER_PROCESS * max(h.settings.processes)
-        client_cpu = time.process_time()
-        report = asyncio.run(
-            drive(
-                stack.base,
-                rate=1e6,  # arrivals wait for a free slot: a closed loop of `visitors`
-                duration=seconds,
-                users=USERS,
-                items=items,
-                seed=seed,
-                concurrency=visitors,
-            )
-        )
-        client_cpu = time.process_time() - client_cpu
+        report = _load(h, stack, load, seconds, seed)
         figures = _figures(stack.base, FIGURES)
-        figures["client_cpu_seconds"] = client_cpu
         stack.redis_cpu.append(h.server.usage().cpu_seconds)
         stack.reports.append(report)
         # The load over, a cached page's own time, without the queue of a
@@ -151,31 +220,43 @@ def _turn(h: Harness, stack: Stack, seconds: float, seed: int, items: int) -> No
         stack.signal(signal.SIGSTOP)
 
 
-def run(h: Harness) -> list[Row]:
+def run(h: Harness, load: str | None = None, requests: int = 0) -> list[Row]:
+    """The bench; ``load``: ``wrk`` (the default when installed) or
+    ``python``; ``requests``: with wrk, the responses each connection
+    waits for before it stops (a fixed amount of work; 0: ``--seconds``)."""
+    kind = load or ("wrk" if wrk_path() else "python")
+    if kind == "wrk" and wrk_path() is None:
+        raise ConfigError("--load wrk: wrk is not installed (Debian: apt-get install wrk)")
     items = h.settings.size(ITEMS)
+    names = (*STACKS, TWO_WORKERS) if kind == "wrk" else STACKS
     h.server.flush()
     with tempfile.TemporaryDirectory(prefix="webtier-bench-shop-") as folder:
+        visitors = VISITORS_PER_PROCESS * max(h.settings.processes)
+        plan = Load(kind, visitors, Path(folder), items, requests)
         database = f"sqlite:///{folder}/shop.db"
         h.say(f"making the shop's database: {items:,} items")
         engine = sa.create_engine(database)
         shopdb.create(engine, items)
         engine.dispose()
-        urls = {"webtier": h.server.url, "book": h.server.book_url, "sql": h.server.url}
+        for seed in range(h.settings.repeat + 1):
+            plan.prepare(seed)
+        urls = {"webtier": h.server.url, "book": h.server.book_url, "sql": h.server.url,
+                TWO_WORKERS: h.server.url}  # fmt: skip
         with contextlib.ExitStack() as started:
-            stacks = [started.enter_context(running(n, urls[n], database, items)) for n in STACKS]
+            stacks = [started.enter_context(running(n, urls[n], database, items)) for n in names]
             h.ticker.begin("shop: " + ", ".join(NAMES[s.name] for s in stacks), h.settings.repeat)
             for stack in stacks:
-                h.say(f"{NAMES[stack.name]}: warming up")
-                _turn(h, stack, h.settings.seconds, 0, items)
-                stack.reports.clear()
-                stack.figures.clear()
-                stack.redis_cpu.clear()
+                h.say(f"{NAMES[stack.name]}: warming up ({kind})")
+                _turn(h, stack, plan, h.settings.seconds, 0)
+                stack.clear()
             for round_number in range(h.settings.repeat):
                 for stack in stacks:
                     h.say(f"{NAMES[stack.name]}, run {round_number + 1}/{h.settings.repeat}")
-                    _turn(h, stack, h.settings.seconds, round_number + 1, items)
+                    _turn(h, stack, plan, h.settings.seconds, round_number + 1)
                 h.ticker.tick()
-    return _rows(h, {stack.name: stack for stack in stacks})
+    by_name = {stack.name: stack for stack in stacks}
+    two = by_name.pop(TWO_WORKERS, None)
+    return _rows(h, by_name, plan, two)
 
 
 # -- figures ----------------------------------------------------------------------------------
@@ -215,7 +296,15 @@ def _latency(stack: Stack, route: str | None = None) -> str:
     return f"p50 {median_ms('p50')} ms, p99 {median_ms('p99')} ms"
 
 
-def _rows(h: Harness, stacks: dict[str, Stack]) -> list[Row]:
+def _wrk_latency(stack: Stack) -> str:
+    """wrk's p50 and p99 over every request of the stack (medians of runs)."""
+    if not stack.latencies:
+        return "n/a"
+    p50, p99 = (statistics.median(run[i] for run in stack.latencies) * 1000 for i in (0, 1))
+    return f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+
+
+def _rows(h: Harness, stacks: dict[str, Stack], load: Load, two: Stack | None) -> list[Row]:
     ours = stacks["webtier"]
 
     def rate(stack: Stack, route: str | None = None) -> Measurement | None:
@@ -223,7 +312,14 @@ def _rows(h: Harness, stacks: dict[str, Stack]) -> list[Row]:
         return _measure(h, stack, f"{route or 'all requests'}", "req/s", values)
 
     clients = VISITORS_PER_PROCESS * max(h.settings.processes)
-    latency = "; ".join(f"{NAMES[s.name]} {_latency(s, ITEM_ROUTE)}" for s in stacks.values())
+    if load.kind == "wrk":  # wrk's latencies are of every request, not per route
+        latency = "all requests: " + "; ".join(
+            f"{NAMES[s.name]} {_wrk_latency(s)}" for s in stacks.values()
+        )
+    else:
+        latency = "item pages: " + "; ".join(
+            f"{NAMES[s.name]} {_latency(s, ITEM_ROUTE)}" for s in stacks.values()
+        )
     overall = {name: rate(stack) for name, stack in stacks.items()}
     # What one worker can serve at most: it is one event loop, so one CPU
     # second per second, divided by its CPU per request.
@@ -232,21 +328,29 @@ def _rows(h: Harness, stacks: dict[str, Stack]) -> list[Row]:
                        tuple(1 / x for x in _per_request(stack, "cpu_seconds") if x))
         for name, stack in stacks.items()
     }  # fmt: skip
-    client = _per_request(ours, "client_cpu_seconds", 1e6)
-    bound = ""
+    client = tuple(cpu * 1e6 / report.requests
+                   for cpu, report in zip(ours.client_cpu, ours.reports, strict=True)
+                   if report.requests)  # fmt: skip
+    bound = f"load: {load.kind}"
     if client:
-        bound = f"the load generator spent {statistics.median(client):,.0f} µs of CPU a request"
+        bound += f", which spent {statistics.median(client):,.0f} µs of CPU a request"
     rows = [
         Row("shop mix, requests/s: webtier vs the book", "req/s", clients, overall["webtier"],
-            overall["book"], goals=(Goal(1.5),), note="item pages: " + latency),
+            overall["book"], goals=(Goal(1.5),), note=latency),
         Row("shop mix, requests/s: webtier vs SQL only", "req/s", clients, overall["webtier"],
-            overall["sql"], goals=(Goal(3),), note=bound),
+            overall["sql"], goals=(Goal(2),), note=bound),
         Row("shop mix, one worker's capacity: webtier vs the book", "req/s", clients,
             capacity["webtier"], capacity["book"], goals=(Goal(1.5),),
             note="1 / the app process's CPU per request: the most its one event loop serves"),
         Row("shop mix, one worker's capacity: webtier vs SQL only", "req/s", clients,
-            capacity["webtier"], capacity["sql"], goals=(Goal(3),)),
+            capacity["webtier"], capacity["sql"], goals=(Goal(2),)),
     ]  # fmt: skip
+    if two is not None:
+        rows.append(
+            Row("shop mix, requests/s: webtier, two uvicorn workers vs one", "req/s", clients,
+                rate(two), overall["webtier"], goals=(Goal(1.7),),
+                note=f"{_wrk_latency(two)}; the two workers' shop has keys of its own")
+        )  # fmt: skip
     for route in ROUTES:
         per_route = {name: rate(stack, route) for name, stack in stacks.items()}
         note = "; ".join(f"{NAMES[s.name]} {_latency(s, route)}" for s in stacks.values())
@@ -308,14 +412,22 @@ def _rows(h: Harness, stacks: dict[str, Stack]) -> list[Row]:
         Row("anonymous views of the top 10,000 items served without SQL", "%", clients,
             without_sql, None, goals=(Goal(95, of="webtier", unit="%"),)),
     ]  # fmt: skip
-    for stack in stacks.values():
+    for stack in [*stacks.values(), *([two] if two else [])]:
         errors = sum(r.status("5xx") + r.transport_errors for r in stack.reports)
         if errors:
             h.notes.append(f"{NAMES[stack.name]}: {errors} 5xx answers or transport errors")
     h.notes.append(
         f"{clients} visitors at once, each browsing as webtier loadgen's model has it; "
-        f"{h.settings.size(ITEMS):,} items; one uvicorn worker per stack"
+        f"{h.settings.size(ITEMS):,} items; one uvicorn worker per stack (uvloop, httptools)"
     )
+    if load.kind == "wrk":
+        h.notes.append(
+            "load: wrk, one connection per visitor, replaying the model's visits (seeded, "
+            "made in Python) with their cookies and CSRF tokens; requests/s per route are "
+            "counted, their latencies are not (wrk's are of all requests)"
+        )
+    else:
+        h.notes.append("load: python, webtier loadgen's driver (its CPU bounds the figures)")
     return rows
 
 
