@@ -231,6 +231,26 @@ def serve(
     )
 
 
+def serve_fixed(size: int, port: int) -> None:
+    """A bare Starlette app answering every ``/item/<id>`` with the same
+    ``size`` bytes of HTML, under the stacks' uvicorn (the yardstick of a
+    cached page: no middleware, no Redis, no template)."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    body = (b"<!doctype html><p>" + b"x" * size)[:size]
+
+    async def page(request: Request) -> Response:
+        return Response(body, media_type="text/html; charset=utf-8")
+
+    app = Starlette(routes=[Route("/item/{item_id}", page)])
+    uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools",
+                log_level="warning", access_log=False, lifespan="off")  # fmt: skip
+
+
 def jobs(stack: str, redis_url: str, database: str, items: int, prefix: str = "shop") -> None:
     """Run one stack's background jobs until killed."""
     own_group()

@@ -26,7 +26,9 @@ end
 
 local lines, at = nil, 0
 local cookies, jars = {}, {}
-local token, location, last_status = nil, nil, 0
+local location, last_status = nil, 0
+local page = nil  -- the body of the last response that had one
+local retried = false  -- the POST of this line already fetched its form's page
 local route = "GET /"
 counts = {}
 visitors = 0
@@ -55,6 +57,14 @@ function init(args)
   stopped_file = args[1] .. ".stopped." .. id
   lines = {}
   for line in io.lines(args[1] .. "." .. id) do table.insert(lines, split(line)) end
+end
+
+local TOKEN_INPUT = 'name="csrftoken" value="'
+
+local function token_of(html)
+  local at = string.find(html, TOKEN_INPUT, 1, true)
+  if at == nil then return nil end
+  return string.match(html, '^[^"]*', at + #TOKEN_INPUT)
 end
 
 local function cookie_header()
@@ -95,11 +105,11 @@ function request()
     local line = lines[at]
     local kind = line[1]
     if kind == "N" then
-      cookies, token, last_status = {}, nil, 0
+      cookies, page, last_status = {}, nil, 0
       visitors = visitors + 1
     elseif kind == "R" then
       local kept = jars[line[2]]
-      cookies, token, last_status = {}, nil, 0
+      cookies, page, last_status = {}, nil, 0
       if kept ~= nil then
         for name, value in pairs(kept) do cookies[name] = value end
         returning = returning + 1
@@ -110,13 +120,15 @@ function request()
     elseif kind == "G" then
       return send("GET", line[2], nil, line[3])
     elseif kind == "P" then
-      if token == nil then
-        at = at - 1  -- the POST again once its form's page is read
-        token = false
+      local token = page and token_of(page)
+      if token == nil and not retried then
+        retried = true  -- no form on this page: the POST again once its form's page is read
+        at = at - 1
         return send("GET", line[4], nil, route_of(line[4]))
       end
+      retried = false
       local form = line[3]
-      if token then
+      if token ~= nil then
         form = (form ~= "" and form .. "&" or "") .. "csrftoken=" .. urlencode(token)
       end
       return send("POST", line[2], form, "POST " .. line[2])
@@ -152,8 +164,9 @@ function response(status, headers, body)
     elseif lower == "location" then location = value end
   end
   if route == "POST /checkout" and status == 303 then checkouts = checkouts + 1 end
-  local found = string.match(body, 'name="csrftoken" value="([^"]*)"')
-  if found ~= nil then token = found end
+  -- The page stays as it came (a string is not copied): its token is read
+  -- only when a form is posted (most pages are not followed by one).
+  if body ~= nil and #body > 0 then page = body end
   answered = answered + 1
   if answered == limit then
     -- wrk waits out its -d whatever its threads do: the bench, seeing

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import resource
 import shutil
 import signal
@@ -125,7 +126,7 @@ def run_wrk(
     connections: int,
     *,
     threads: int | None = None,
-    script: Path = SCRIPT,
+    script: Path | None = SCRIPT,
     args: tuple[str, ...] = (),
     stopped: Callable[[], bool] | None = None,
 ) -> tuple[dict[str, Any], float, str]:
@@ -139,7 +140,8 @@ def run_wrk(
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk)")
     duration = f"{max(1, round(seconds)) if stopped is None else LONGEST}s"
     command = [binary, f"-t{threads or connections}", f"-c{connections}", f"-d{duration}"]
-    command += ["--latency", "-s", str(script), base + "/", *(["--", *args] if args else [])]
+    command += ["--latency", *(["-s", str(script)] if script else []), base]
+    command += ["--", *args] if args else []
     before = _children_cpu()
     pipe = subprocess.PIPE
     with subprocess.Popen(command, stdout=pipe, stderr=pipe, text=True) as wrk:
@@ -157,6 +159,15 @@ def run_wrk(
     return figures, cpu, out
 
 
+def requests_per_second(url: str, seconds: float, connections: int, threads: int) -> float:
+    """wrk's requests/s of a plain ``GET url``, no script."""
+    _, _, output = run_wrk(url, seconds, connections, threads=threads, script=None)
+    found = re.search(r"^Requests/sec:\s+([0-9.]+)", output, re.M)
+    if found is None:
+        raise RuntimeError(f"wrk printed no requests/s: {output}")
+    return float(found.group(1))
+
+
 def replay(base: str, prefix: Path, seconds: float, connections: int, limit: int = 0) -> WrkRun:
     """wrk replaying the visits of :func:`write_visits` at ``prefix`` (one
     thread and connection per file) against the shop at ``base``; with
@@ -170,7 +181,7 @@ def replay(base: str, prefix: Path, seconds: float, connections: int, limit: int
     for left in Path(prefix).parent.glob(f"{Path(prefix).name}.stopped.*"):
         left.unlink()  # an earlier run's
     figures, cpu, output = run_wrk(
-        base, seconds, connections, args=args, stopped=stopped if limit else None
+        base + "/", seconds, connections, args=args, stopped=stopped if limit else None
     )
     if not figures:
         raise RuntimeError(f"wrk printed no figures: {output}")

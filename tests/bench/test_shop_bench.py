@@ -42,8 +42,12 @@ ROWS = [
     "Redis server CPU per request: webtier vs the book",
     "cached item page (X-Cache: HIT), time in the app, p99",
     "anonymous views of the top 10,000 items served without SQL",
+    "cached item page: Redis round trips",
 ]  # fmt: skip
-TWO_WORKERS_ROW = "shop mix, requests/s: webtier, two uvicorn workers vs one"
+WRK_ROWS = [
+    "shop mix, requests/s: webtier, two uvicorn workers vs one",
+    "cached item page, wrk requests/s: the shop's /item/1 vs a bare Starlette page",
+]
 # Databases of the session's server that no other test uses: the bench
 # needs N and N+1 empty and flushes them.
 DB = 4
@@ -60,7 +64,7 @@ def test_shop_bench_reports_every_row(
     args = ["--seconds", "0.2", "--processes", "1,2", "--scale", "0.01", "--load", load]
     args += ["--requests", "15"] if load == "wrk" else []
     result, saved = run_bench_cli(servers["standalone"], DB, tmp_path, "shop", *args)
-    rows = [*ROWS, TWO_WORKERS_ROW] if load == "wrk" else ROWS
+    rows = [*ROWS, *WRK_ROWS] if load == "wrk" else ROWS
     for row in rows:
         assert f"| {row} |" in result.stdout
     assert {row["what"] for row in saved["rows"]} == set(rows)
