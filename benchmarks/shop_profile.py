@@ -36,7 +36,7 @@ import sqlalchemy as sa
 
 # (layer, what a frame's file path contains), the first match wins.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("bench's own counters", ("benchmarks/_shop_server.py",)),
+    ("bench's own counters", ("/benchmarks/_shop_server.py",)),
     ("HTTP transport (uvicorn, httptools)", ("/uvicorn/", "/httptools/", "/h11/")),
     ("Redis transport (webtier._core, redis-py, hiredis)",
      ("/webtier/_core/", "/redis/", "/hiredis/")),
@@ -77,8 +77,9 @@ def _stdlib_paths() -> tuple[str, ...]:
 def layer_of(frame: Frame, stdlib: tuple[str, ...] = ()) -> str | None:
     """The frame's layer; None for a standard library frame that is no
     layer's (it counts for its caller)."""
+    path = "/" + frame.file  # py-spy's short names ("uvicorn/main.py") match too
     for layer, marks in LAYERS:
-        if any(mark in frame.file for mark in marks):
+        if any(mark in path for mark in marks):
             return layer
     if not frame.file or any(frame.file.startswith(path) for path in stdlib):
         return None
@@ -176,7 +177,8 @@ def main(argv: list[str] | None = None) -> None:
             loaded.start()
             try:
                 subprocess.run(
-                    [py_spy, "record", "--format", "raw", "--rate", str(options.rate),
+                    [py_spy, "record", "--format", "raw", "--full-filenames",
+                     "--rate", str(options.rate),
                      "--duration", str(options.seconds), "--pid", str(pid),
                      "--output", str(raw), "--nonblocking"],
                     check=True, capture_output=True, timeout=options.seconds + 120,

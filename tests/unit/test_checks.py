@@ -172,6 +172,8 @@ def test_check_limit_takes_only_ints() -> None:
 
 def test_check_time_is_seconds_since_the_epoch() -> None:
     assert check_time("now", 1_700_000_000) == 1_700_000_000.0
+    assert type(check_time("now", 1_700_000_000)) is float
+    assert math.copysign(1, check_time("now", -0.0)) == 1  # -0.0 is 0.0
     assert check_time("now", Decimal("1700000000.5")) == 1_700_000_000.5
     assert check_time("now", Fraction(7, 2)) == 3.5
     for value in (-1, MAX_TIME, 10**400, HUGE, Decimal("sNaN"), math.nan, True, "now"):

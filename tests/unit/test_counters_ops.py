@@ -6,6 +6,8 @@ import math
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.helpers.ops import drive
 from webtier import counters
@@ -31,6 +33,26 @@ def test_record_is_one_script_call_with_every_slice() -> None:
     # Settings travel as one string, read by the script only when a slice is new.
     settings = "660000 1:10:10000 60:10:600000"  # horizon ms (600 s + 60 s), then s:samples:ttl ms
     assert call.args == (settings, "hits", 3, 1_000_000_123, 1_000_000_080)
+
+
+BOOK = Config(prefix="p")  # the book's precisions: 1 s to a day
+
+
+@given(st.lists(st.floats(min_value=0, max_value=2**34, exclude_max=True), max_size=6))
+def test_each_record_has_the_slices_of_its_own_time(times: list[float]) -> None:
+    # One after another, times in the same second and not (the slices of
+    # the last second are kept): each call's are int(now // s) * s.
+    for now in [*times, *times[::-1]]:
+        (call,) = next(counters.ops.record(BOOK, "hits", 1, now=now)).commands
+        assert isinstance(call, ScriptCall)
+        assert call.args[3:] == tuple(int(now // s) * s for s in BOOK.counters.seconds)
+
+
+def test_record_many_has_each_entrys_slices() -> None:
+    entries = [("a", 1, 59.5), ("a", 2, 60.0), ("a", 3, 60.9)]
+    (request,) = counters.ops._record_request(CFG, entries).commands
+    assert isinstance(request, ScriptCall)
+    assert request.args[1:] == ("a", 1, 59, 0, "a", 2, 60, 60, "a", 3, 60, 60)
 
 
 def test_zero_records_nothing() -> None:

@@ -85,15 +85,39 @@ def _record_request(cfg: Config, entries: Sequence[Entry]) -> Request:
     """One script call adding every entry (all in the same shard)."""
     settings = cfg.counters
     seconds, shards, counter_keys = settings.seconds, settings.shards, cfg.keys.counter
+    if len(entries) == 1:  # record()'s, built with no lists: it is on every hot path
+        name, count, now = entries[0]
+        ck = counter_keys(name, shards, seconds)
+        args: tuple[Arg, ...] = (settings.script_settings, name, count, *_slices(now, seconds))
+        return write(ck.route, ScriptCall(RECORD, (ck.index, *ck.samples), args), idempotent=False)
     keys: list[str] = []
-    args: list[Arg] = [settings.script_settings]
+    arguments: list[Arg] = [settings.script_settings]
     route = index = ""
     for name, count, now in entries:
         ck = counter_keys(name, shards, seconds)
         route, index = ck.route, ck.index
         keys += ck.samples
-        args += [name, count, *[int(now // s) * s for s in seconds]]
-    return write(route, ScriptCall(RECORD, (index, *keys), tuple(args)), idempotent=False)
+        arguments += [name, count, *_slices(now, seconds)]
+    call = ScriptCall(RECORD, (index, *keys), tuple(arguments))
+    return write(route, call, idempotent=False)
+
+
+def _slices(now: float, seconds: tuple[int, ...]) -> tuple[int, ...]:
+    """The start of the slice ``now`` falls in, at each precision: for a time
+    >= 0 and whole seconds ``s``, ``int(now // s) * s``. The same for a whole
+    second, so the last second's are kept (a hot counter records many times
+    a second; a tuple, shared by every call of that second, is never changed)."""
+    global _last_slices
+    whole = int(now)
+    last = _last_slices
+    if last[0] == whole and last[1] is seconds:
+        return last[2]
+    found = tuple(whole - whole % s for s in seconds)
+    _last_slices = (whole, seconds, found)
+    return found
+
+
+_last_slices: tuple[int, tuple[int, ...], tuple[int, ...]] = (-1, (), ())
 
 
 def record(cfg: Config, name: str, count: int = 1, now: float | None = None) -> Op[None]:
