@@ -108,7 +108,7 @@ def summarise(lines: Iterable[str], stdlib: tuple[str, ...] = ()) -> Summary:
             continue
         count = int(count_text)
         total += count
-        layer, frame = OTHER, Frame("?", "")
+        layer, frame = OTHER, Frame("(standard library only)", "")
         for text in reversed(stack.split(";")):
             candidate = Frame.parse(text)
             found = layer_of(candidate, stdlib)
