@@ -7,8 +7,8 @@ traffic, three ways, in one run.
 
 Each stack is a uvicorn server of one worker (uvloop, httptools) in a process of its own, its
 background jobs in another (webtier's worker; the book's ``cache_rows``,
-session cleaner and rescale daemons); all read one SQLite inventory of
-100,000 items (times ``--scale``). The stacks take turns, ``--repeat``
+session cleaner and rescale daemons); each reads its own copy of one
+SQLite inventory of 100,000 items (times ``--scale``). The stacks take turns, ``--repeat``
 rounds of ``--seconds`` each, after a warm-up turn each: the stacks not
 measured are paused (SIGSTOP), so the Redis server's and the machine's
 CPU go to the one measured. The load is as many visitors at once as
@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -248,7 +249,13 @@ def run(h: Harness, load: str | None = None, requests: int = 0) -> list[Row]:
         urls = {"webtier": h.server.url, "book": h.server.book_url, "sql": h.server.url,
                 TWO_WORKERS: h.server.url}  # fmt: skip
         with contextlib.ExitStack() as started:
-            stacks = [started.enter_context(running(n, urls[n], database, items)) for n in names]
+            # A copy of the database per stack: SQLite locks the whole file, and a
+            # stack paused (SIGSTOP) inside a transaction would lock the others out.
+            copies = {}
+            for name in names:
+                shutil.copyfile(f"{folder}/shop.db", f"{folder}/{name}.db")
+                copies[name] = f"sqlite:///{folder}/{name}.db"
+            stacks = [started.enter_context(running(n, urls[n], copies[n], items)) for n in names]
             h.ticker.begin("shop: " + ", ".join(NAMES[s.name] for s in stacks), h.settings.repeat)
             for stack in stacks:
                 h.say(f"{NAMES[stack.name]}: warming up ({kind})")
