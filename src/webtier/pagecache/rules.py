@@ -174,7 +174,8 @@ class PageRules:
         route = next((r for r in self.routes if r.matches(request.path)), None)
         if route is None:
             return None
-        params = parse_qsl(request.query, keep_blank_values=True)
+        # (Most pages have no query: nothing to parse.)
+        params = parse_qsl(request.query, keep_blank_values=True) if request.query else []
         if any(name == settings.dynamic_param for name, _ in params):
             return None  # the book's mark of a dynamic page
         clear, item = _named_item(settings, route, request.path, params)
@@ -212,7 +213,7 @@ class PageRules:
         route = next((r for r in self.routes if r.matches(request.path)), None)
         if route is None or not route.item_pages:
             return None
-        params = parse_qsl(request.query, keep_blank_values=True)
+        params = parse_qsl(request.query, keep_blank_values=True) if request.query else []
         return _named_item(cfg.pagecache, route, request.path, params)[1]
 
 
