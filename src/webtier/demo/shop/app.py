@@ -50,19 +50,21 @@ POSTS = ("/cart", "/login", "/logout", "/checkout", "/account/logout-everywhere"
 HITS = "hits:"  # counter names: hits:<route template>, and hits:all
 
 
-# The book's item rule on the shop's item paths: ``/item/42`` is the page of
-# item 42, as ``?item=42`` is in the book (its key lies with the item's, so
-# checkout drops every page of an item at once).
+# The CSRF cookie never changes a page (its token is written in outside the
+# cache); analytics cookies as usual.
+HARMLESS_COOKIES = (*sorted(ANALYTICS_COOKIES), CSRF_COOKIE)
+HOME_TTL = 2.0  # seconds an anonymous visitor's home page may be behind the ranking
+
 PAGE_RULES = PageRules(
     routes=(
-        CacheRoute(
-            "/item/*",
-            item_pages=True,
-            item_in_path=True,
-            # The CSRF cookie never changes the page (its token is written
-            # in outside the cache); analytics cookies as usual.
-            ignored_cookies=(*sorted(ANALYTICS_COOKIES), CSRF_COOKIE),
-        ),
+        # The book's item rule on the shop's item paths: ``/item/42`` is the
+        # page of item 42, as ``?item=42`` is in the book (its key lies with
+        # the item's, so checkout drops every page of an item at once).
+        CacheRoute("/item/*", item_pages=True, item_in_path=True, ignored_cookies=HARMLESS_COOKIES),
+        # Further than the book: every visit starts at the home page, which
+        # is the same for every visitor without a session (the most viewed
+        # items; nothing recently viewed).
+        CacheRoute("/", ttl=HOME_TTL, ignored_cookies=HARMLESS_COOKIES),
     )
 )
 
