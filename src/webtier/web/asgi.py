@@ -66,7 +66,7 @@ class ASGIMiddleware:
 
     ``sessions``: the session middleware's options (``scope_session=True``
     also fills Starlette's ``request.session``); ``pages``: the page cache's
-    rules; ``item_views``: a 200 answer to an item page the page cache
+    rules; ``item_views``: a 200 or 304 answer to an item page the page cache
     planned (a visitor without a session: those have theirs counted by the
     session's touch) counts one view of its item in the ranking;
     ``timing``: access time (True, or :class:`TimingOptions`); ``hits``: a
@@ -161,7 +161,7 @@ class ASGIMiddleware:
             counts.incr(self.hits + template)
             counts.incr(self.hits + "all")
         item = exchange.item
-        if item is not None and status == 200:
+        if item is not None and status in (200, 304):  # a revalidated page was viewed too
             try:
                 await self.tier.ranking.record_view(item)
             except WebtierError as error:  # a lost view must not fail a served page
