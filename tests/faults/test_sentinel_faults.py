@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -375,3 +375,159 @@ def test_a_partitioned_old_master_that_comes_back(
         f"sessions acknowledged {len(writes.tokens)}, lost {lost_sessions}"
     )
     assert not violations, violations  # never applied twice
+
+
+def failover(deployment: RedisSentinel, sentinel: RedisServer) -> None:
+    """A planned failover (``SENTINEL FAILOVER``), asked of ``sentinel``: it
+    promotes a replica and makes the old master, alive, a replica of it."""
+    with deployment.sentinel_client(sentinel, socket_timeout=5) as client:
+        client.execute_command("SENTINEL", "FAILOVER", deployment.service)
+
+
+def refused_readonly(deployment: RedisSentinel, server: RedisServer) -> int:
+    """The ``READONLY`` refusals ``server`` answered since it started."""
+    with deployment.server_client(server, socket_timeout=5) as client:
+        return int(client.info("errorstats").get("errorstat_READONLY", {}).get("count", 0))
+
+
+async def aeventually(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Until ``condition()``, the event loop running meanwhile (a guard
+    against a hang, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {timeout:.0f} s"
+        await asyncio.sleep(0.005)
+
+
+def listened_from(deployment: RedisSentinel) -> list[RedisServer]:
+    """The sentinels a client is subscribed to (the announcements' 2 channels)."""
+    found = []
+    for sentinel in deployment.sentinels:
+        if sentinel.process is None or sentinel.process.poll() is not None:
+            continue
+        with deployment.sentinel_client(sentinel, socket_timeout=5) as client:
+            if any(int(c.get("sub", 0)) == 2 for c in client.client_list()):
+                found.append(sentinel)
+    return found
+
+
+@pytest.mark.parametrize("listened_to", ["up", "killed"])
+def test_a_planned_failover_is_followed_before_any_command(
+    deployment: RedisSentinel, listened_to: str
+) -> None:
+    # The asyncio client hears the sentinels announce the new master and
+    # moves to it with no command sent meanwhile: none has to fail on the
+    # old master (now a replica) for the client to learn of it. Killed: the
+    # sentinel the client listens to dies first, and it listens to another.
+    config = Config(prefix=f"sa{int(time.time() * 1000) % 10**8}")
+    old = deployment.current_master()
+    readonly_before = refused_readonly(deployment, old)
+    killed: list[RedisServer] = []
+
+    async def scenario() -> tuple[int, int]:
+        async with webtier.open_async(deployment.url, config=config) as tier:
+            await tier.counters.record("hits")
+            master = tier.client.server
+            assert master.settings.port == old.port
+            await aeventually(lambda: len(listened_from(deployment)) == 1, "a subscription")
+            first = listened_from(deployment)[0]
+            if listened_to == "killed":
+                first.kill()
+                killed.append(first)
+                await aeventually(
+                    lambda: len(listened_from(deployment)) == 1, "a subscription to another"
+                )
+            # Asked of a sentinel the client is not subscribed to: the one
+            # it listens to learns of it from the others.
+            asked = next(s for s in deployment.sentinels if s not in (first, *killed))
+            failover(deployment, asked)
+            await aeventually(lambda: master.settings.port != old.port, "the client moved")
+            moved_to = master.settings.port
+            await tier.counters.record("hits")
+            return moved_to, sum(c for _, c in await tier.counters.get("hits", 86400))
+
+    try:
+        moved_to, stored = asyncio.run(scenario())
+    finally:
+        for sentinel in killed:
+            sentinel.launch()
+        deployment.wait_healthy()
+    assert moved_to == deployment.current_master().port
+    assert stored == 2
+    assert refused_readonly(deployment, old) == readonly_before
+
+
+@pytest.mark.parametrize("listening", [True, False], ids=["announcements", "no-announcements"])
+def test_a_planned_failover_under_writes(
+    deployment: RedisSentinel, listening: bool, figures: Figures
+) -> None:
+    # SENTINEL FAILOVER under a stream of asyncio counter increments: with the
+    # announcements followed, the client moves to the promoted replica as the
+    # sentinel leading the failover announces it; without, it goes on writing
+    # to the old master until that one is made a replica and refuses
+    # (READONLY), and what it acknowledged from the promotion until then is
+    # lost. Either way nothing is applied twice. Measured, never asserted:
+    # from the failover asked to the first write sent and acknowledged on the
+    # new master, the READONLY refusals, the acknowledged writes lost.
+    config = Config(prefix=f"sf{int(listening)}{int(time.time() * 1000) % 10**8}")
+    writes = Writes()
+    old = deployment.current_master()
+    readonly_before = refused_readonly(deployment, old)
+    made: dict[str, Any] = {}
+    landed: list[tuple[float, int]] = []  # (end, port) of writes sent and acked on one master
+
+    async def setup() -> None:
+        made["client"] = webtier.connect_async(deployment.url)
+        made["client"].server.listening = listening
+        made["tier"] = webtier.AsyncWebTier(made["client"], config)
+
+    async def step() -> str:
+        master = made["client"].server
+        before = master.settings.port
+        await writes.arecord(made["tier"])
+        if master.settings.port == before:
+            landed.append((time.monotonic(), before))
+        return "ok"
+
+    async def teardown() -> None:
+        await made["client"].aclose()
+
+    load = Load([Loader("counters", astep=step)], asetup=setup, ateardown=teardown)
+    try:
+        with load:
+            load.warm(20)
+            asked = time.monotonic()
+            failover(deployment, deployment.sentinels[-1])
+            load.wait(
+                lambda: any(t > asked and port != old.port for t, port in list(landed)),
+                lambda: f"no write on the new master: {tally(load.loaders)}",
+                timeout=60,
+            )
+            count = load.loaders[0].outcomes["ok"]
+            load.wait(
+                lambda: load.loaders[0].outcomes["ok"] >= count + 20,
+                lambda: "the writes did not go on after the failover",
+            )
+        assert not load.errors, load.errors
+        first = next(t for t, port in landed if t > asked and port != old.port)
+        with webtier.open(deployment.url, config=config) as tier:
+            stored = eventually(lambda: sum(c for _, c in tier.counters.get("hits", 86400)))
+    finally:
+        deployment.wait_healthy()
+    violations, _ = writes.increments.bounds(stored, "increments")
+    readonly = refused_readonly(deployment, old) - readonly_before
+    lost = max(writes.increments.acked - stored, 0)
+    mode = "announcements followed" if listening else "announcements not followed"
+    figures.add(
+        capability="sentinel-async",
+        fault=f"SENTINEL FAILOVER, {mode}",
+        recovery={"counters": first - asked},
+        outcomes=tally(load.loaders),
+        invariant={**writes.increments.figures(), "stored": stored, "READONLY": readonly},
+    )
+    print(
+        f"\nplanned failover ({mode}): first write on the new master "
+        f"{(first - asked) * 1000:.0f} ms after SENTINEL FAILOVER; READONLY refusals {readonly}; "
+        f"increments {writes.increments.figures()}, stored {stored}, acknowledged and lost {lost}"
+    )
+    assert not violations, violations

@@ -115,6 +115,9 @@ class Pointing:
     async def master(self, loop: asyncio.AbstractEventLoop) -> tuple[str, int]:
         return self.next()
 
+    async def listen(self, heard: object) -> None:
+        await asyncio.Event().wait()  # announces nothing: READONLY must move the client
+
     def discover_master(self, service: str) -> tuple[str, int]:
         return self.next()
 
