@@ -93,7 +93,9 @@ def loaders(api: str, url: str, config: Config, writes: Writes) -> tuple[Load, l
     made: dict[str, Any] = {}
 
     async def setup() -> None:
-        made["client"] = webtier.connect_async(url)
+        # "redis-py-async": redis-py's asyncio Sentinel (connect_async(client="redis-py")).
+        library = "redis-py" if api == "redis-py-async" else "webtier"
+        made["client"] = webtier.connect_async(url, client=library)
         made["tier"] = webtier.AsyncWebTier(made["client"], config)
 
     async def teardown() -> None:
@@ -129,7 +131,7 @@ def until_promoted(deployment: RedisSentinel, victim: RedisServer) -> float:
     raise AssertionError("no replica was promoted within 60 s")
 
 
-@pytest.mark.parametrize("api", ["sync", "async"])
+@pytest.mark.parametrize("api", ["sync", "async", "redis-py-async"])
 @pytest.mark.parametrize("sentinels_down", [0, 1], ids=["three-sentinels", "one-sentinel-down"])
 def test_the_master_killed_under_writes(
     deployment: RedisSentinel, api: str, sentinels_down: int, figures: Figures
