@@ -16,6 +16,8 @@ one says in one line that no sentinel answered.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -385,6 +387,21 @@ def test_a_partitioned_old_master_that_comes_back(
     assert not violations, violations  # never applied twice
 
 
+def goes_on(load: Load, more: int = 20) -> None:
+    """Until the load's first loader has ``more`` successes than now."""
+    count = load.loaders[0].outcomes["ok"]
+    load.wait(
+        lambda: load.loaders[0].outcomes["ok"] >= count + more,
+        lambda: "the writes did not go on after the failover",
+    )
+
+
+def stored_total(deployment: RedisSentinel, config: Config, counter: str) -> int:
+    """The counter's total on the master, once it answers."""
+    with webtier.open(deployment.url, config=config) as tier:
+        return int(eventually(lambda: sum(c for _, c in tier.counters.get(counter, 86400))))
+
+
 def failover(deployment: RedisSentinel, sentinel: RedisServer) -> None:
     """A planned failover (``SENTINEL FAILOVER``), asked of ``sentinel``: it
     promotes a replica and makes the old master, alive, a replica of it."""
@@ -511,15 +528,10 @@ def test_a_planned_failover_under_writes(
                 lambda: f"no write on the new master: {tally(load.loaders)}",
                 timeout=60,
             )
-            count = load.loaders[0].outcomes["ok"]
-            load.wait(
-                lambda: load.loaders[0].outcomes["ok"] >= count + 20,
-                lambda: "the writes did not go on after the failover",
-            )
+            goes_on(load)
         assert not load.errors, load.errors
         first = next(t for t, port in landed if t > asked and port != old.port)
-        with webtier.open(deployment.url, config=config) as tier:
-            stored = eventually(lambda: sum(c for _, c in tier.counters.get("hits", 86400)))
+        stored = stored_total(deployment, config, "hits")
     finally:
         deployment.wait_healthy()
     violations, _ = writes.increments.bounds(stored, "increments")
@@ -628,3 +640,94 @@ def test_a_tls_deployment_through_a_failover(certificate: Certificate) -> None:
     # Two before the kill, two after; one before may be lost with the old
     # master (asynchronous replication), none is counted twice.
     assert 2 <= stored <= 4
+
+
+def test_replicated_counts_the_replicas_that_hold_the_writes(deployment: RedisSentinel) -> None:
+    # WAIT on a connection of its own: both replicas confirm; stopped
+    # (SIGSTOP), none does within the time asked, and the client says so.
+    config = Config(prefix=f"sw{int(time.time() * 1000) % 10**8}")
+    replicas = [s for s in deployment.servers if s is not deployment.current_master()]
+
+    async def scenario() -> tuple[int, int, int]:
+        async with webtier.open_async(deployment.url, config=config) as tier:
+            await tier.counters.record("hits")
+            both = await tier.client.replicated(2, 5)
+            for replica in replicas:
+                assert replica.process is not None
+                os.kill(replica.process.pid, signal.SIGSTOP)
+            try:
+                await tier.counters.record("hits")
+                stopped = await tier.client.replicated(1, 0.2)
+            finally:
+                for replica in replicas:
+                    assert replica.process is not None
+                    os.kill(replica.process.pid, signal.SIGCONT)
+            again = await tier.client.replicated(2, 5)
+            return both, stopped, again
+
+    try:
+        assert asyncio.run(scenario()) == (2, 0, 2)
+    finally:
+        deployment.wait_healthy()
+
+
+def test_durable_writes_survive_the_master_killed(
+    deployment: RedisSentinel, figures: Figures
+) -> None:
+    # Counter increments, each followed by replicated(1): those a replica
+    # confirmed are durable. The master is killed under them: every durable
+    # increment is on the promoted replica; an increment not confirmed is
+    # counted as maybe applied.
+    config = Config(prefix=f"sv{int(time.time() * 1000) % 10**8}")
+    durable, plain = Ledger(), Ledger()
+    made: dict[str, Any] = {}
+
+    async def setup() -> None:
+        made["client"] = webtier.connect_async(deployment.url)
+        made["tier"] = webtier.AsyncWebTier(made["client"], config)
+
+    async def step() -> str:
+        with plain.write():
+            await made["tier"].counters.record("durable")
+        try:
+            confirmed = await made["client"].replicated(1, 0.5)
+        except webtier.RedisUnavailable:
+            durable.add(unknown=1)
+            raise
+        durable.add(**({"acked": 1} if confirmed else {"unknown": 1}))
+        return "ok"
+
+    async def teardown() -> None:
+        await made["client"].aclose()
+
+    victim = deployment.current_master()
+    load = Load([Loader("durable", astep=step)], asetup=setup, ateardown=teardown)
+    try:
+        with load:
+            load.warm(20)
+            killed = time.monotonic()
+            victim.kill()
+            until_promoted(deployment, victim)
+            load.wait(
+                lambda: back_after(load.loaders[0], killed) is not None,
+                lambda: f"the writes did not come back: {tally(load.loaders)}",
+                timeout=60,
+            )
+            goes_on(load)
+        assert not load.errors, load.errors
+        stored = stored_total(deployment, config, "durable")
+    finally:
+        deployment.restore(victim)
+    print(
+        f"\ndurable writes through a kill: increments {plain.figures()}, of them confirmed "
+        f"by a replica {durable.acked} (not confirmed {durable.unknown}); stored {stored}"
+    )
+    figures.add(
+        capability="sentinel-async",
+        fault="sentinel kill-9, durable writes",
+        recovery={"durable": (back_after(load.loaders[0], killed) or killed) - killed},
+        outcomes=tally(load.loaders),
+        invariant={"durable acknowledged": durable.acked, "stored": stored, **plain.figures()},
+    )
+    assert stored >= durable.acked  # every durable increment survived
+    assert stored <= plain.acked + plain.unknown  # none applied twice

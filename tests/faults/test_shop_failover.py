@@ -15,7 +15,9 @@ number of rounds, every one served with a 2xx or a redirect."""
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ import sqlalchemy as sa
 
 from tests.faults.figures import Figures
 from tests.helpers.servers import BINARIES
-from tests.helpers.shop import CHECKOUT_KEY, ITEMS, TOKEN, serving, stocked
+from tests.helpers.shop import CHECKOUT_KEY, ITEMS, TOKEN, browser, post, serving, stocked, token
 from webtier.testing import RedisSentinel
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
@@ -181,3 +183,29 @@ def test_the_shop_serves_through_a_failover(
         (a.request, a.status) for a in served_after if not 200 <= a.status < 400
     ]
     assert len(served_after) >= VISITORS * AFTER_ROUNDS
+
+
+def test_durable_cart_changes(deployment: RedisSentinel, tmp_path: Path) -> None:
+    # ShopSettings(durable=1): a cart change answers once a replica holds it;
+    # with the replicas stopped, none does in time: a 503, and the same form
+    # sent again once they are back is taken (setting a count repeats safely).
+    engine = stocked(sa.create_engine(f"sqlite:///{tmp_path}/shop.db"))
+    prefix = f"shopdu{int(time.time() * 1000) % 10**8}"
+    replicas = [s for s in deployment.servers if s is not deployment.current_master()]
+    with serving(deployment.url, prefix, engine, durable=1) as base, browser(base) as client:
+        assert post(client, "/item/7", "/cart", item="7", count="1").status_code == 303
+        form = {"csrftoken": token(client.get("/item/7")), "item": "7", "count": "2"}
+        for replica in replicas:
+            assert replica.process is not None
+            os.kill(replica.process.pid, signal.SIGSTOP)
+        try:
+            refused = client.post("/cart", data=form)
+        finally:
+            for replica in replicas:
+                assert replica.process is not None
+                os.kill(replica.process.pid, signal.SIGCONT)
+        assert refused.status_code == 503, refused.text
+        assert "retry-after" in refused.headers
+        assert client.post("/cart", data=form).status_code == 303
+        assert "7: 2 in your cart" in client.get("/cart").text
+    deployment.wait_healthy()
