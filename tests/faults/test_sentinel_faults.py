@@ -19,6 +19,7 @@ import asyncio
 import os
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -500,6 +501,7 @@ def test_a_planned_failover_under_writes(
     readonly_before = refused_readonly(deployment, old)
     made: dict[str, Any] = {}
     landed: list[tuple[float, int]] = []  # (end, port) of writes sent and acked on one master
+    refusals: Counter[str] = Counter()  # the errors of the writes that failed, by server
 
     async def setup() -> None:
         made["client"] = webtier.connect_async(deployment.url)
@@ -509,7 +511,11 @@ def test_a_planned_failover_under_writes(
     async def step() -> str:
         master = made["client"].server
         before = master.settings.port
-        await writes.arecord(made["tier"])
+        try:
+            await writes.arecord(made["tier"])
+        except webtier.RedisUnavailable as error:  # why, and where: printed below
+            refusals[f"{master.settings.port}: {str(error)[:160]}"] += 1
+            raise
         if master.settings.port == before:
             landed.append((time.monotonic(), before))
         return "ok"
@@ -549,6 +555,8 @@ def test_a_planned_failover_under_writes(
         f"\nplanned failover ({mode}): first write on the new master "
         f"{(first - asked) * 1000:.0f} ms after SENTINEL FAILOVER; READONLY refusals {readonly}; "
         f"increments {writes.increments.figures()}, stored {stored}, acknowledged and lost {lost}"
+        f"; servers {[s.port for s in deployment.servers]}, the old master {old.port}; "
+        f"failures {refusals.most_common(4)}"
     )
     assert not violations, violations
 
