@@ -1,6 +1,6 @@
 """The Django views of ``webtier bench sessions --frameworks`` (its
 ROOT_URLCONF): one seeds the session, one reads it and changes one key, one
-touches no session (the framework alone)."""
+reads it and changes nothing, one touches no session (the framework alone)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,12 @@ def touch(request: HttpRequest) -> HttpResponse:
     return HttpResponse(str(count))
 
 
+def read(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(str(request.session.get("n", 0)))
+
+
 def plain(request: HttpRequest) -> HttpResponse:
     return HttpResponse("plain")
 
 
-urlpatterns = [path("seed", seed), path("touch", touch), path("plain", plain)]
+urlpatterns = [path("seed", seed), path("touch", touch), path("read", read), path("plain", plain)]

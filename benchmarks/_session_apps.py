@@ -3,9 +3,10 @@ side (``webtier``: webtier's adapter; ``anchor``: the Redis sessions the
 framework's users have today), built alike for the in-process test clients
 and for the real servers of ``--served`` (:mod:`benchmarks._session_served`).
 
-Every app has the same three routes: ``/seed`` puts :data:`SEEDED` keys in
-the session, ``/touch`` reads it and changes one key (a counter, which it
-answers), ``/plain`` touches no session (the framework alone).
+Every app has the same routes: ``/seed`` puts :data:`SEEDED` keys in the
+session, ``/touch`` reads it and changes one key (a counter, which it
+answers), ``/read`` reads it and changes nothing, ``/plain`` touches no
+session (the framework alone).
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ def flask_app(side: str, url: str) -> tuple[Any, Callable[[], object]]:
         flask.session["n"] = count
         return str(count)
 
+    @app.get("/read")
+    def read() -> str:
+        return str(flask.session.get("n", 0))
+
     @app.get("/plain")
     def plain() -> str:
         return "plain"
@@ -118,10 +123,16 @@ def starlette_app(side: str, url: str) -> tuple[Any, Callable[[], Any]]:
         request.session["n"] = count
         return PlainTextResponse(str(count))
 
+    async def read(request: Request) -> PlainTextResponse:
+        if load:
+            await load_session(request)
+        return PlainTextResponse(str(request.session.get("n", 0)))
+
     async def plain(request: Request) -> PlainTextResponse:
         return PlainTextResponse("plain")
 
-    routes = [Route("/seed", seed), Route("/touch", touch), Route("/plain", plain)]
+    routes = [Route("/seed", seed), Route("/touch", touch), Route("/read", read)]
+    routes.append(Route("/plain", plain))
     app: Any = Starlette(routes=routes)
     if side == "webtier":
         from webtier.aio import WebTier as AsyncWebTier

@@ -48,9 +48,10 @@ TRIP_GOALS = (Goal(0.5, at_least=False),)
 RATE_GOALS = (Goal(1.5),)
 
 # A side: given the side's name and the server's URL, an open app and client
-# whose session is seeded; it yields ``batch(n)``, which sends n requests
-# that read the session and change one key.
-Batch = Callable[[int], object]
+# whose session is seeded; it yields ``batch(n, path)``, which sends n
+# requests to ``/touch`` (read the session, change one key) or ``/read``
+# (read it, change nothing).
+Batch = Callable[[int, str], object]  # (requests, path)
 Side = Callable[[str, str], AbstractContextManager[Batch]]
 
 NOTES = {
@@ -75,23 +76,32 @@ def run(h: Harness) -> list[Row]:
     return rows
 
 
-def round_trips(h: Harness, framework: str) -> dict[str, list[float]]:
+def round_trips(h: Harness, framework: str) -> dict[str, dict[str, list[float]]]:
     """Round trips per request of each side of ``framework``, counted in
-    process, ``repeat`` times (the count is exact: the runs agree)."""
+    process ``repeat`` times (the count is exact: the runs agree), by path:
+    ``/touch`` reads the session and changes one key, ``/read`` changes
+    nothing."""
     side = IN_PROCESS[framework]
     h.server.flush()
     with side("webtier", h.server.url) as ours, side("anchor", h.server.book_url) as theirs:
         batches = {"webtier": ours, "anchor": theirs}
         return {
-            name: [_round_trips(batch) for _ in range(h.settings.repeat)]
-            for name, batch in batches.items()
+            path: {
+                name: [_round_trips(batch, path) for _ in range(h.settings.repeat)]
+                for name, batch in batches.items()
+            }
+            for path in ("/touch", "/read")
         }
+
+
+UNCHANGED = "round trips per request that changes nothing"
 
 
 def _pair(h: Harness, framework: str, side: Side) -> list[Row]:
     h.server.flush()
     repeat = h.settings.repeat
     trips: dict[str, list[float]] = {"webtier": [], "anchor": []}
+    unchanged: dict[str, list[float]] = {"webtier": [], "anchor": []}
     rates: dict[str, list[float]] = {"webtier": [], "anchor": []}
     with side("webtier", h.server.url) as our_batch, side("anchor", h.server.book_url) as theirs:
         sides = {"webtier": our_batch, "anchor": theirs}
@@ -101,6 +111,7 @@ def _pair(h: Harness, framework: str, side: Side) -> list[Row]:
             for name, batch in sides.items():
                 h.say(f"{framework}, {name}: run {round_number + 1}/{repeat}")
                 trips[name].append(_round_trips(batch))
+                unchanged[name].append(_round_trips(batch, "/read"))
                 rates[name].append(_rate(batch, h.settings.seconds))
                 h.ticker.tick()
 
@@ -108,6 +119,7 @@ def _pair(h: Harness, framework: str, side: Side) -> list[Row]:
     return [
         comparison(h, framework, "round trips per request", "round trips/request", trips,
                    TRIP_GOALS, note),
+        comparison(h, framework, UNCHANGED, "round trips/request", unchanged, (), note),
         comparison(h, framework, "requests/s", "requests/s", rates, RATE_GOALS, note),
     ]  # fmt: skip
 
@@ -134,7 +146,7 @@ def comparison(
     return Row(f"{framework}: {what}", unit, 1, ours, anchor, alone, goals=goals, note=note)
 
 
-def _round_trips(batch: Batch) -> float:
+def _round_trips(batch: Batch, path: str = "/touch") -> float:
     """Round trips to Redis per request over :data:`COUNTED` requests: the
     sends of redis-py's connections (sync and asyncio) and of webtier's
     asyncio client (a pipeline is one send; the one client waits for each
@@ -167,7 +179,7 @@ def _round_trips(batch: Batch) -> float:
         ),
         mock.patch.object(Link, "send", counted_mux),
     ):
-        batch(COUNTED)
+        batch(COUNTED, path)
     return sent / COUNTED
 
 
@@ -175,7 +187,7 @@ def _rate(batch: Batch, seconds: float) -> float:
     done = 0
     started = time.perf_counter()
     while (elapsed := time.perf_counter() - started) < seconds:
-        batch(BATCH)
+        batch(BATCH, "/touch")
         done += BATCH
     return done / elapsed
 
@@ -184,10 +196,10 @@ def _seeded(framework: str, get: Callable[[str], tuple[int, str]]) -> Batch:
     """Seed the session through ``get`` (a path -> the status and body of a
     synchronous test client's GET), check it is kept, and return ``batch``."""
 
-    def send(n: int) -> list[str]:
+    def send(n: int, path: str = "/touch") -> list[str]:
         answers = []
         for _ in range(n):
-            status, body = get("/touch")
+            status, body = get(path)
             if status != 200:
                 raise RuntimeError(f"{framework} answered {status}")
             answers.append(body)
@@ -260,10 +272,10 @@ def _starlette(side: str, url: str) -> Iterator[Batch]:
     # Both sides' cookies are Secure by default: https, as a deployment serves them.
     http = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="https://testserver")
 
-    async def send(n: int) -> list[str]:
+    async def send(n: int, path: str = "/touch") -> list[str]:
         answers = []
         for _ in range(n):
-            response = await http.get("/touch")
+            response = await http.get(path)
             if response.status_code != 200:
                 raise RuntimeError(f"Starlette answered {response.status_code}")
             answers.append(response.text)
@@ -273,7 +285,7 @@ def _starlette(side: str, url: str) -> Iterator[Batch]:
         try:
             runner.run(http.get("/seed"))
             _checked(runner.run(send(WARMUP)), 1)
-            yield lambda n: runner.run(send(n))
+            yield lambda n, path: runner.run(send(n, path))
         finally:
             runner.run(http.aclose())
             runner.run(closing())

@@ -100,7 +100,9 @@ def _pair(h: Harness, wrk: str, framework: str) -> list[Row]:
     compare = session_frameworks.comparison
     return [
         compare(h, f"{framework} served", "round trips per request", "round trips/request",
-                trips, session_frameworks.TRIP_GOALS, note),
+                trips["/touch"], session_frameworks.TRIP_GOALS, note),
+        compare(h, f"{framework} served", session_frameworks.UNCHANGED, "round trips/request",
+                trips["/read"], (), note),
         compare(h, f"{framework} served", "requests/s", "requests/s", rates, RATE_GOALS,
                 note, raw=alone_rate),
         compare(h, f"{framework} served", "app server CPU µs/request", "CPU µs/request", cpus,
