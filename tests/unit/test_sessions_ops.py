@@ -501,3 +501,15 @@ def test_an_int_or_str_subclass_is_stored_as_its_value() -> None:
     assert sessions.ops.encode_value("k", Name('a"b')) == '"a\\"b"'
     with pytest.raises(InvalidInput):
         sessions.ops.encode_value("k", math.nan)
+
+
+def test_a_load_sends_the_hash_and_the_check_in_one_pipeline_and_trusts_a_live_check() -> None:
+    hash_ = [b"c", b"1700000000000", b"dn", b"1"]
+    op = sessions.ops.load(CFG, TOKEN, 60.0)
+    (request,) = next(op)
+    assert request.commands[0] == ("HGETALL", request.commands[1].keys[0])
+    assert drive(op, [[[hash_, [1]]]], started=True).value == {"c": hash_[1], "dn": b"1"}
+    # Deleted or moved between the two (a logout, a login): the check says so.
+    assert drive(sessions.ops.load(CFG, TOKEN, 60.0), [[[hash_, [0]]]]).value is None
+    # Created between the two: the hash read before it is no session.
+    assert drive(sessions.ops.load(CFG, TOKEN, 60.0), [[[[], [1]]]]).value is None

@@ -130,7 +130,7 @@ def load(cfg: Config, token: str, refresh_after: float) -> Op[dict[str, bytes] |
     (``data_of``, ``cart_of``, ``viewed_of`` decode it); ``None`` when there
     is no live session. A session last seen ``refresh_after`` seconds ago or
     more is touched too (last seen and expiry: no user, no item), in the same
-    script and round trip. A hash is a cart and a few fields, so the whole
+    round trip. A hash is a cart and a few fields, so the whole
     of it costs less than a second call for what the request reads later."""
     return (yield from load_at(cfg, place(cfg, token), refresh_after))
 
@@ -141,11 +141,13 @@ def load_at(cfg: Config, where: Place, refresh_after: float) -> Op[dict[str, byt
     refresh = max(0, round(refresh_after * 1000))
     args = (where.token, refresh, *timeouts(settings))
     call = ScriptCall(LOAD, (where.key, where.recent), args)
-    # Sent twice, a load touches twice: the same state as once.
-    ((reply,),) = yield (write(where.route, call, idempotent=True),)
-    if int(reply[0]) != 1:
+    # The hash, then the script that checks the session is live (and touches
+    # it): one pipeline, one round trip (session_load.lua says why not one
+    # script). Sent twice, a load touches twice: the same state as once.
+    ((fields, reply),) = yield (write(where.route, ("HGETALL", where.key), call, idempotent=True),)
+    if int(reply[0]) != 1 or not fields:
         return None
-    return fields_of(reply[1])
+    return fields_of(fields)
 
 
 def touch(
