@@ -1,5 +1,6 @@
 """The Django views of ``webtier bench sessions --frameworks`` (its
-ROOT_URLCONF): one seeds the session, the other reads it and changes one key."""
+ROOT_URLCONF): one seeds the session, one reads it and changes one key, one
+reads it and changes nothing, one touches no session (the framework alone)."""
 
 from __future__ import annotations
 
@@ -21,4 +22,12 @@ def touch(request: HttpRequest) -> HttpResponse:
     return HttpResponse(str(count))
 
 
-urlpatterns = [path("seed", seed), path("touch", touch)]
+def read(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(str(request.session.get("n", 0)))
+
+
+def plain(request: HttpRequest) -> HttpResponse:
+    return HttpResponse("plain")
+
+
+urlpatterns = [path("seed", seed), path("touch", touch), path("read", read), path("plain", plain)]

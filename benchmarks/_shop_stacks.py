@@ -40,7 +40,7 @@ from starlette.routing import Route
 from benchmarks import book
 from webtier.demo.shop import FLASH_SALE_ITEMS, catalog
 from webtier.demo.shop.context import Visitor, render, render_item, templates
-from webtier.demo.shop.security import CsrfGuard, SecurityHeaders
+from webtier.demo.shop.security import Defences
 from webtier.errors import OutOfStock
 from webtier.web.sessions import SessionOptions
 
@@ -93,9 +93,8 @@ def secured(
     """The routes behind the shop's own security middleware (headers, CSRF,
     token filling), with ``more`` inside them."""
     middleware = [
-        Middleware(SecurityHeaders),
         # The stacks' sessions are not webtier's: tokens bind to the visitor id.
-        Middleware(CsrfGuard, secret=SECRET, session=SessionOptions(), posts=POSTS),
+        Middleware(Defences, secret=SECRET, session=SessionOptions(), posts=POSTS),
         *more,
     ]
 

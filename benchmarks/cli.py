@@ -238,10 +238,24 @@ def pagecache_command(**options: Any) -> None:
     "Flask-Session and starsessions: round trips and requests/s of a request that reads "
     "the session and changes one key (one in-process client; --processes is ignored).",
 )
-def sessions_command(frameworks: bool, **options: Any) -> None:
+@click.option(
+    "--served",
+    is_flag=True,
+    help="With --frameworks: each app behind a real server (gunicorn, uvicorn) driven by "
+    "wrk with the session's cookie: requests/s and the server's CPU per request, beside "
+    "the framework alone.",
+)
+def sessions_command(frameworks: bool, served: bool, **options: Any) -> None:
     """Sessions and carts vs the book's listings 2.1-2.5 and 2.9: touch,
     check, cleanup, memory per session; with --frameworks, the framework
     adapters vs the Redis sessions of Django, Flask and Starlette users."""
+    if served and not frameworks:
+        raise click.UsageError("--served goes with --frameworks")
+    if served:
+        from benchmarks import session_served
+
+        run_bench(session_served.TITLE, session_served.run, **options)
+        return
     if frameworks:
         from benchmarks import session_frameworks
 

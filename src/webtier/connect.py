@@ -64,6 +64,7 @@ from webtier._core.sentinel import (
     SentinelTarget,
     close_sentinels,
     connect_sentinel,
+    connect_sentinel_async,
     parse_sentinel,
     split_hosts,
 )
@@ -282,10 +283,7 @@ def _redispy_async(
 ) -> redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster:
     target = parse(url, **options)
     if target.sentinel is not None:
-        raise ConfigError(
-            "redis+sentinel:// URLs are served by webtier's own asyncio client: "
-            "drop client='redis-py'"
-        )
+        return connect_sentinel_async(target.sentinel, target.options)
     if target.cluster:
         nodes = [redis.asyncio.cluster.ClusterNode(h, p) for h, p in target.seeds[1:]]
         cluster = _AsyncClusterClient.from_url(target.url, startup_nodes=nodes, **target.options)

@@ -7,6 +7,7 @@ It never looks at a timing.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,11 @@ def test_the_bulk_loader_leaves_what_the_api_reads(servers: dict[str, RedisServe
 FRAMEWORK_ROWS = [
     f"{framework}: {what}"
     for framework in ("Django", "Flask", "Starlette")
-    for what in ("round trips per request", "requests/s")
+    for what in (
+        "round trips per request",
+        "round trips per request that changes nothing",
+        "requests/s",
+    )
 ]
 
 
@@ -89,9 +94,58 @@ def test_the_frameworks_bench_reports_every_row(
     # The round trips are counted, not timed: every side sends some.
     trips = [row for row in saved["rows"] if row["what"].endswith("round trips per request")]
     assert all(row["webtier"] > 0 and row["book"] > 0 for row in trips)
+    assert_bench_databases_empty(servers["standalone"])
+
+
+def assert_bench_databases_empty(server: RedisServer) -> None:
+    """The bench flushed the two databases it used."""
     for number in (DB, DB + 1):
-        client = servers["standalone"].client(db=number)
+        client = server.client(db=number)
         try:
             assert client.dbsize() == 0
         finally:
             client.close()
+
+
+SERVED_ROWS = [
+    f"{framework} served: {what}"
+    for framework in ("Django", "Flask", "Starlette")
+    for what in (
+        "round trips per request",
+        "round trips per request that changes nothing",
+        "requests/s",
+        "app server CPU µs/request",
+        "Redis CPU µs/request",
+    )
+]
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="no wrk (apt-get install wrk)")
+def test_the_served_frameworks_bench_drives_real_servers_with_wrk(
+    servers: dict[str, RedisServer], tmp_path: Path
+) -> None:
+    url = f"redis://127.0.0.1:{servers['standalone'].port}/{DB}"
+    out = tmp_path / "served.json"
+    line = ["bench", "sessions", "--frameworks", "--served", "--url", url, "--seconds", "1"]
+    line += ["--repeat", "1", "--json", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "webtier", *line], capture_output=True, text=True, timeout=400
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["what"] for row in rows] == SERVED_ROWS
+    # Each side served requests with its session (the bench checks the counter
+    # went up), and the framework alone was measured beside them.
+    for row in rows:
+        assert row["webtier"] > 0
+        assert row["book"] > 0
+        if row["what"].endswith(("requests/s", "app server CPU µs/request")):
+            assert row["raw_limit"] > 0
+    # Round trips are counted exactly: the anchors' read and write (Django's
+    # cache backend reads once more before its write).
+    assert [row["book"] for row in rows if row["what"].endswith("round trips per request")] == [
+        3,
+        2,
+        2,
+    ]
+    assert_bench_databases_empty(servers["standalone"])

@@ -64,13 +64,17 @@ def start_server(*args: str, tls: Certificate | None = None) -> RedisServer:
     if tls is None:
         return RedisServer.start(BINARIES["standalone"], *args)
     port = free_port()
-    return TlsRedisServer.start(
-        BINARIES["standalone"],
+    return TlsRedisServer.start(BINARIES["standalone"], *tls_only(tls, port), *args, port=port)
+
+
+def tls_only(tls: Certificate, port: int) -> tuple[str, ...]:
+    """redis-server options serving TLS only, on ``port``, and replicating
+    over TLS (a replica's, a sentinel's connections)."""
+    return (
         "--port", "0", "--tls-port", str(port),
         "--tls-cert-file", tls.cert, "--tls-key-file", tls.key,
         "--tls-ca-cert-file", tls.cert, "--tls-auth-clients", "no",
-        *args,
-        port=port,
+        "--tls-replication", "yes",
     )  # fmt: skip
 
 

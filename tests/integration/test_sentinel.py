@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
+from redis.asyncio.sentinel import SentinelConnectionPool as AsyncSentinelConnectionPool
 from redis.sentinel import SentinelConnectionPool
 
 import webtier
@@ -24,7 +26,8 @@ from webtier._core.mux.settings import settings_from
 from webtier.testing import RedisSentinel, RedisServer, free_port
 
 pytestmark = pytest.mark.anyio
-APIS = pytest.mark.parametrize("api", ["sync", "async"])
+# "redis-py-async": connect_async(url, client="redis-py"), redis-py's asyncio Sentinel.
+APIS = pytest.mark.parametrize("api", ["sync", "async", "redis-py-async"])
 
 
 async def recorded(url: str, api: str, config: webtier.Config, times: int = 3) -> int:
@@ -34,6 +37,15 @@ async def recorded(url: str, api: str, config: webtier.Config, times: int = 3) -
             for _ in range(times):
                 tier.counters.record("hits")
             return sum(count for _, count in tier.counters.get("hits", 86400))
+    if api == "redis-py-async":
+        client = webtier.connect_async(url, client="redis-py")
+        try:
+            atier = webtier.AsyncWebTier(client, config)
+            for _ in range(times):
+                await atier.counters.record("hits")
+            return sum(count for _, count in await atier.counters.get("hits", 86400))
+        finally:
+            await client.aclose()
     async with webtier.open_async(url, config=config) as atier:
         for _ in range(times):
             await atier.counters.record("hits")
@@ -115,7 +127,13 @@ class Pointing:
     async def master(self, loop: asyncio.AbstractEventLoop) -> tuple[str, int]:
         return self.next()
 
+    async def listen(self, heard: object) -> None:
+        await asyncio.Event().wait()  # announces nothing: READONLY must move the client
+
     def discover_master(self, service: str) -> tuple[str, int]:
+        return self.next()
+
+    async def adiscover_master(self, service: str) -> tuple[str, int]:
         return self.next()
 
     def close(self) -> None:
@@ -139,13 +157,19 @@ async def test_a_replica_answering_readonly_is_left_for_the_master_async(
     pointing = Pointing(*replica_and_master(sentinel))
     client = MuxClient(settings_from("redis://127.0.0.1:1/0", {}))
     client.server = MasterNode(client.settings, pointing)  # type: ignore[arg-type]
+    assert await recorded_once(client, config) == 1
+    assert pointing.asked == 2
+
+
+async def recorded_once(client: Any, config: webtier.Config) -> int:
+    """One counter recorded through an asyncio tier on ``client`` (closed
+    after); the total."""
     tier = webtier.AsyncWebTier(client, config)
     try:
         await tier.counters.record("hits")
-        assert sum(count for _, count in await tier.counters.get("hits", 86400)) == 1
+        return sum(count for _, count in await tier.counters.get("hits", 86400))
     finally:
         await client.aclose()
-    assert pointing.asked == 2
 
 
 def test_a_replica_answering_readonly_is_left_for_the_master_sync(
@@ -160,6 +184,18 @@ def test_a_replica_answering_readonly_is_left_for_the_master_sync(
         assert sum(count for _, count in tier.counters.get("hits", 86400)) == 1
     finally:
         client.close()
+    assert pointing.asked >= 2
+
+
+async def test_a_replica_answering_readonly_is_left_for_the_master_redis_py_async(
+    sentinel: RedisSentinel, config: webtier.Config
+) -> None:
+    # connect_async(url, client="redis-py"): redis-py's asyncio Sentinel pool.
+    pointing = Pointing(*replica_and_master(sentinel))
+    manager: Any = pointing
+    manager.discover_master = pointing.adiscover_master
+    pool = AsyncSentinelConnectionPool("mymaster", manager)  # type: ignore[no-untyped-call]
+    assert await recorded_once(redis.asyncio.Redis.from_pool(pool), config) == 1
     assert pointing.asked >= 2
 
 

@@ -85,7 +85,7 @@ def state_of(
 
 
 def cookie_set(state: SessionState) -> str:
-    return dict(state.response_headers(HTTPS)).get("set-cookie", "")
+    return dict(state.response_headers(lambda: HTTPS)).get("set-cookie", "")
 
 
 def test_an_anonymous_visitor_reads_without_any_call_and_gets_no_cookie(
@@ -97,7 +97,7 @@ def test_an_anonymous_visitor_reads_without_any_call_and_gets_no_cookie(
         value, trips = run(tier, flow(cfg, anonymous))
         assert trips == 0
         assert not value
-    assert anonymous.response_headers(HTTPS) == [("vary", "Cookie")]
+    assert anonymous.response_headers(lambda: HTTPS) == [("vary", "Cookie")]
 
 
 def test_the_first_write_creates_the_session_and_sets_its_cookie(tier: webtier.WebTier) -> None:
@@ -105,7 +105,7 @@ def test_the_first_write_creates_the_session_and_sets_its_cookie(tier: webtier.W
     assert run(tier, flows.set_cart(tier.config, fresh, "book", 2)) == (None, 2)  # new, set
     assert fresh.token is not None
     assert tier.carts.get(fresh.token) == {"book": 2}
-    headers = dict(fresh.response_headers(HTTPS))
+    headers = dict(fresh.response_headers(lambda: HTTPS))
     assert headers["set-cookie"].startswith(f"webtier_session={fresh.token};")
     assert headers["cache-control"] == "no-store"
 
@@ -128,7 +128,7 @@ def test_a_live_session_is_read_once_and_touched_only_when_idle_long_enough(
     touched = tier.sessions.info(token)
     assert touched is not None
     assert touched.last_seen > seen.last_seen
-    assert idle.response_headers(HTTPS) == [("vary", "Cookie")]  # same cookie
+    assert idle.response_headers(lambda: HTTPS) == [("vary", "Cookie")]  # same cookie
 
 
 def test_every_read_of_a_request_answers_from_the_one_load_and_sees_its_writes(
@@ -184,7 +184,7 @@ def test_a_dead_sessions_cookie_is_left_alone(tier: webtier.WebTier) -> None:
     # delete the new one.
     dead = state_of(tier, webtier.sessions.new_token())
     assert run(tier, flows.data(tier.config, dead)) == ({}, 1)
-    assert dead.response_headers(HTTPS) == [("vary", "Cookie")]
+    assert dead.response_headers(lambda: HTTPS) == [("vary", "Cookie")]
 
 
 def test_a_cookie_signed_with_an_old_key_is_signed_again(tier: webtier.WebTier) -> None:
@@ -221,7 +221,7 @@ def test_login_without_a_session_makes_one_for_the_user(tier: webtier.WebTier) -
 
 def test_the_cookie_cannot_change_once_the_headers_went_out(tier: webtier.WebTier) -> None:
     late = state_of(tier, None)
-    late.response_headers(HTTPS)
+    late.response_headers(lambda: HTTPS)
     with pytest.raises(LateCookie):
         run(tier, flows.login(tier.config, late, "ann"))
     with pytest.raises(LateCookie):
@@ -251,7 +251,7 @@ def test_an_outage_serves_an_anonymous_visitor_when_asked(
     with pytest.raises(RedisUnavailable):
         run(down, flows.login(cfg, live, "ann"))
     # The cookie stays: the session is still there once Redis is back.
-    assert live.response_headers(HTTPS) == [("vary", "Cookie")]
+    assert live.response_headers(lambda: HTTPS) == [("vary", "Cookie")]
 
 
 def test_a_forged_cookie_is_cleared_without_any_call(tier: webtier.WebTier) -> None:

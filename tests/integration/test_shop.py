@@ -243,6 +243,22 @@ def test_the_page_cache_serves_anonymous_visitors_only(shop: str) -> None:
             assert user.get("/item/15").headers.get("x-cache") != "HIT"
 
 
+def test_the_home_page_is_cached_for_visitors_without_a_session(shop: str) -> None:
+    with browser(shop) as user:
+        post(user, "/login", "/login", username="erin")
+        for _ in range(3):
+            page = user.get("/")
+            assert "x-cache" not in page.headers  # a session's page: rendered, never stored
+            assert "Welcome, erin" in page.text
+    with browser(shop) as anonymous:
+        wait_for(lambda: anonymous.get("/").headers["x-cache"] == "HIT", "a HIT")
+        with browser(shop) as other:
+            page = other.get("/")
+    assert page.headers["x-cache"] in ("HIT", "STALE", "MISS")
+    assert "erin" not in page.text
+    assert "Log in" in page.text
+
+
 def test_the_account_lists_sessions_and_logs_out_everywhere(shop: str) -> None:
     with browser(shop) as phone, browser(shop) as laptop:
         _log_out_everywhere(phone, laptop)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 import redis
+import redis.asyncio
 import redis.cluster
 
 from webtier._core.mux import MuxClient
@@ -92,5 +93,7 @@ def test_the_sentinel_clients() -> None:
     mux = connect_async("redis+sentinel://localhost:1/shop/2")
     assert isinstance(mux, MuxClient)
     assert mux.settings.db == 2
-    with pytest.raises(ConfigError, match="client='redis-py'"):
-        connect_async("redis+sentinel://localhost:1/shop", client="redis-py")
+    # redis-py's asyncio Sentinel (its pool's connections find the master).
+    redispy = connect_async("redis+sentinel://localhost:1/shop/2", client="redis-py")
+    assert isinstance(redispy, redis.asyncio.Redis)
+    assert redispy.connection_pool.connection_kwargs["db"] == 2

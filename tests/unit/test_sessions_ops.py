@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import enum
+import json
 import math
 import random
 import uuid
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.helpers.ops import drive, sampled_pick
 from webtier import ranking, sessions
@@ -469,3 +473,47 @@ def test_a_sampled_choice_takes_exactly_the_oldest_within_the_budget(seed: int) 
 def test_scores_in_any_form_redis_writes_are_read() -> None:
     assert sessions.cleaner._scores([b"1795556194154123", b"7"]) == [1795556194154123, 7]
     assert sessions.cleaner._scores([b"1.5e+15", b"7"]) == [1_500_000_000_000_000, 7]
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    max_leaves=10,
+)
+
+
+@given(JSON_VALUES)
+def test_a_value_is_stored_as_jsons_compact_form_and_read_back(value: Any) -> None:
+    # encode_value skips json.dumps for strings, ints and atoms: the same text.
+    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    assert sessions.ops.encode_value("k", value) == compact
+    assert sessions.ops.data_of({"dk": compact.encode()}) == {"k": value}
+
+
+def test_an_int_or_str_subclass_is_stored_as_its_value() -> None:
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Name(str):
+        __slots__ = ()
+
+    assert sessions.ops.encode_value("k", Level.HIGH) == "3"
+    assert sessions.ops.encode_value("k", Name('a"b')) == '"a\\"b"'
+    with pytest.raises(InvalidInput):
+        sessions.ops.encode_value("k", math.nan)
+
+
+def test_a_load_sends_the_hash_and_the_check_in_one_pipeline_and_trusts_a_live_check() -> None:
+    hash_ = [b"c", b"1700000000000", b"dn", b"1"]
+    op = sessions.ops.load(CFG, TOKEN, 60.0)
+    (request,) = next(op)
+    assert request.commands[0] == ("HGETALL", request.commands[1].keys[0])
+    assert drive(op, [[[hash_, [1]]]], started=True).value == {"c": hash_[1], "dn": b"1"}
+    # Deleted or moved between the two (a logout, a login): the check says so.
+    assert drive(sessions.ops.load(CFG, TOKEN, 60.0), [[[hash_, [0]]]]).value is None
+    # Created between the two: the hash read before it is no session.
+    assert drive(sessions.ops.load(CFG, TOKEN, 60.0), [[[[], [1]]]]).value is None

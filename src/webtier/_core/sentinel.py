@@ -13,7 +13,8 @@ asks the sentinels where the master is. The executor makes it follow a
 failover (:func:`follow_master`): a ``READONLY`` reply or a broken send makes
 the wire refresh, which asks the sentinels again and closes the idle
 connections to a master that is no longer one. The asyncio side is
-:mod:`webtier._core.mux.sentinel`.
+:mod:`webtier._core.mux.sentinel`, or with ``client="redis-py"`` redis-py's
+asyncio ``Sentinel``, followed the same way (:func:`afollow_master`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from typing import Any, cast
 from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit
 
 import redis
+import redis.asyncio
 from redis import exceptions as rx
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.asyncio.sentinel import Sentinel as AsyncSentinel
+from redis.asyncio.sentinel import SentinelConnectionPool as AsyncSentinelConnectionPool
 from redis.backoff import NoBackoff
 from redis.connection import parse_url
 from redis.retry import Retry
@@ -95,8 +100,10 @@ def sentinel_options(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k.startswith(_SHARED_PREFIXES)}
 
 
-def connect_sentinel(target: SentinelTarget, options: dict[str, Any]) -> redis.Redis:
-    """A sync redis-py client of the master of ``target``'s service."""
+def _client_options(
+    target: SentinelTarget, options: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], bool]:
+    """The master's connection options, the sentinels', and whether TLS."""
     try:
         kwargs: dict[str, Any] = {**parse_url(target.server_url), **options}  # type: ignore[no-untyped-call]
     except ValueError as error:
@@ -104,20 +111,58 @@ def connect_sentinel(target: SentinelTarget, options: dict[str, Any]) -> redis.R
     for where in ("host", "port", "path"):
         kwargs.pop(where, None)
     tls = kwargs.pop("connection_class", None) is redis.SSLConnection or kwargs.pop("ssl", False)
-    asked = {
-        **sentinel_options(kwargs),
-        "username": target.username,
-        "password": target.password,
-        # A sentinel that is down is skipped for the next, not retried.
-        "retry": Retry(NoBackoff(), 0),
-    }
+    asked = {**sentinel_options(kwargs), "username": target.username, "password": target.password}
     if tls:
         asked["ssl"] = True
+    return kwargs, asked, bool(tls)
+
+
+def connect_sentinel(target: SentinelTarget, options: dict[str, Any]) -> redis.Redis:
+    """A sync redis-py client of the master of ``target``'s service."""
+    kwargs, asked, tls = _client_options(target, options)
+    # A sentinel that is down is skipped for the next, not retried.
+    asked["retry"] = Retry(NoBackoff(), 0)
     sentinel = _Sentinels(list(target.sentinels), sentinel_kwargs=asked)  # type: ignore[no-untyped-call]
     client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
         target.service, redis_class=redis.Redis, ssl=tls, **kwargs
     )
     return client
+
+
+def connect_sentinel_async(target: SentinelTarget, options: dict[str, Any]) -> redis.asyncio.Redis:
+    """An asyncio redis-py client of the master of ``target``'s service
+    (``connect_async(url, client="redis-py")``); its ``aclose()`` closes
+    the connections to the sentinels too."""
+    kwargs, asked, tls = _client_options(target, options)
+    asked["retry"] = AsyncRetry(NoBackoff(), 0)
+    sentinel = _AsyncSentinels(list(target.sentinels), sentinel_kwargs=asked)  # type: ignore[no-untyped-call]
+    client: redis.asyncio.Redis = sentinel.master_for(
+        target.service, redis_class=_AsyncSentinelClient, ssl=tls, **kwargs
+    )
+    return client
+
+
+def _no_master(service: str, failures: list[str]) -> MasterNotFoundError:
+    return MasterNotFoundError(f"no sentinel gave the master of {service!r}: {'; '.join(failures)}")
+
+
+def _sentinel_name(sentinel: Any) -> str:
+    where = sentinel.connection_pool.connection_kwargs
+    return f"{where.get('host')}:{where.get('port')}"
+
+
+def _master_in(
+    sentinels: Any, masters: dict[str, Any], service: str, name: str, failures: list[str]
+) -> tuple[str, int] | None:
+    """The master's address in a sentinel's answer, else None (why, in ``failures``)."""
+    state = masters.get(service)
+    if state is None:
+        failures.append(f"{name}: no master named {service!r}")
+    elif not sentinels.check_master_state(state, service):
+        failures.append(f"{name}: the master is down")
+    else:
+        return state["ip"], int(state["port"])
+    return None
 
 
 class _Sentinels(Sentinel):
@@ -126,24 +171,44 @@ class _Sentinels(Sentinel):
     def discover_master(self, service_name: str) -> tuple[str, int]:
         failures = []
         for index, sentinel in enumerate(self.sentinels):
-            where = sentinel.connection_pool.connection_kwargs
-            name = f"{where.get('host')}:{where.get('port')}"
             try:
                 masters: dict[str, Any] = cast(Any, sentinel).sentinel_masters()
             except (rx.ConnectionError, rx.TimeoutError, rx.ResponseError) as error:
-                failures.append(f"{name}: {error}")
+                failures.append(f"{_sentinel_name(sentinel)}: {error}")
                 continue
-            state = masters.get(service_name)
-            if state is None:
-                failures.append(f"{name}: no master named {service_name!r}")
-            elif not self.check_master_state(state, service_name):  # type: ignore[no-untyped-call]
-                failures.append(f"{name}: the master is down")
-            else:  # the one that answered is asked first next time
+            found = _master_in(self, masters, service_name, _sentinel_name(sentinel), failures)
+            if found is not None:  # the one that answered is asked first next time
                 self.sentinels[0], self.sentinels[index] = sentinel, self.sentinels[0]
-                return state["ip"], int(state["port"])
-        raise MasterNotFoundError(
-            f"no sentinel gave the master of {service_name!r}: {'; '.join(failures)}"
-        )
+                return found
+        raise _no_master(service_name, failures)
+
+
+class _AsyncSentinels(AsyncSentinel):
+    """redis-py's asyncio Sentinel, saying in one line why no master was found."""
+
+    async def discover_master(self, service_name: str) -> tuple[str, int]:
+        failures: list[str] = []
+        for index, sentinel in enumerate(self.sentinels):
+            try:
+                masters: dict[str, Any] = await cast(Any, sentinel).sentinel_masters()
+            except (rx.ConnectionError, rx.TimeoutError, rx.ResponseError) as error:
+                failures.append(f"{_sentinel_name(sentinel)}: {error}")
+                continue
+            found = _master_in(self, masters, service_name, _sentinel_name(sentinel), failures)
+            if found is not None:
+                self.sentinels[0], self.sentinels[index] = sentinel, self.sentinels[0]
+                return found
+        raise _no_master(service_name, failures)
+
+
+class _AsyncSentinelClient(redis.asyncio.Redis):
+    """The master's client, closing the sentinels' connections with its own."""
+
+    async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        await super().aclose(close_connection_pool)
+        pool: Any = self.connection_pool
+        for sentinel in pool.sentinel_manager.sentinels:
+            await sentinel.aclose()
 
 
 def follow_master(pool: Any) -> None:
@@ -152,6 +217,12 @@ def follow_master(pool: Any) -> None:
     next ones connect to the new master. Raises what asking raises."""
     if isinstance(pool, SentinelConnectionPool):
         pool.get_master_address()  # type: ignore[no-untyped-call]
+
+
+async def afollow_master(pool: Any) -> None:
+    """:func:`follow_master` for an asyncio redis-py client's pool."""
+    if isinstance(pool, AsyncSentinelConnectionPool):
+        await pool.get_master_address()  # type: ignore[no-untyped-call]
 
 
 def close_sentinels(pool: Any) -> None:

@@ -128,6 +128,8 @@ def is_ignored(settings: PageCacheSettings, name: str) -> bool:
 
 def normalized_query(settings: PageCacheSettings, params: Sequence[tuple[str, str]]) -> str:
     """Parameters in name order (repeats keep their order), tracking ones dropped."""
+    if not params:
+        return ""
     kept = sorted((p for p in params if not is_ignored(settings, p[0])), key=lambda p: p[0])
     return urlencode(kept, quote_via=quote)
 

@@ -174,25 +174,12 @@ class PageRules:
         route = next((r for r in self.routes if r.matches(request.path)), None)
         if route is None:
             return None
-        params = parse_qsl(request.query, keep_blank_values=True)
+        # (Most pages have no query: nothing to parse.)
+        params = parse_qsl(request.query, keep_blank_values=True) if request.query else []
         if any(name == settings.dynamic_param for name, _ in params):
             return None  # the book's mark of a dynamic page
-        items = [value for name, value in params if name == settings.item_param]
-        if route.item_in_path:
-            named = route.path_item(request.path)
-            if any(value != named for value in items):
-                # Two items named (/item/2?item=1): stored as either, the page
-                # would be kept past the other's invalidation, or admitted by
-                # the other's rank.
-                return None
-            items = [named] if named is not None else []
-        item = items[0] if len(items) == 1 else None
-        if item is not None:
-            try:
-                check_name("item", item)
-            except InvalidInput:
-                item = None
-        if route.item_pages and item is None:
+        clear, item = _named_item(settings, route, request.path, params)
+        if not clear or (route.item_pages and item is None):
             return None
         headers = request.headers
         if not route.private and is_private(settings, headers):
@@ -218,6 +205,40 @@ class PageRules:
             self.admission if route.item_pages else None,
             unkeyed_inputs(settings, route, vary, request, params),
         )
+
+    def item_of(self, cfg: Config, request: PageRequest) -> str | None:
+        """The item whose page ``request`` asks for on an item route,
+        whether or not the cache may answer it (any method, any cookie),
+        else None."""
+        route = next((r for r in self.routes if r.matches(request.path)), None)
+        if route is None or not route.item_pages:
+            return None
+        params = parse_qsl(request.query, keep_blank_values=True) if request.query else []
+        return _named_item(cfg.pagecache, route, request.path, params)[1]
+
+
+def _named_item(
+    settings: PageCacheSettings, route: CacheRoute, path: str, params: Sequence[tuple[str, str]]
+) -> tuple[bool, str | None]:
+    """Whether the request names its item clearly, and the item it names
+    (one valid ``item`` parameter, or the path's on an ``item_in_path``
+    route)."""
+    items = [value for name, value in params if name == settings.item_param]
+    if route.item_in_path:
+        named = route.path_item(path)
+        if any(value != named for value in items):
+            # Two items named (/item/2?item=1): stored as either, the page
+            # would be kept past the other's invalidation, or admitted by
+            # the other's rank.
+            return False, None
+        items = [named] if named is not None else []
+    item = items[0] if len(items) == 1 else None
+    if item is not None:
+        try:
+            check_name("item", item)
+        except InvalidInput:
+            item = None
+    return True, item
 
 
 # The book's rule on every path: a page with one `item` parameter whose item

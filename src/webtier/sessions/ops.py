@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from json.encoder import encode_basestring
 from typing import Any
 
 from webtier import ranking
@@ -129,7 +130,7 @@ def load(cfg: Config, token: str, refresh_after: float) -> Op[dict[str, bytes] |
     (``data_of``, ``cart_of``, ``viewed_of`` decode it); ``None`` when there
     is no live session. A session last seen ``refresh_after`` seconds ago or
     more is touched too (last seen and expiry: no user, no item), in the same
-    script and round trip. A hash is a cart and a few fields, so the whole
+    round trip. A hash is a cart and a few fields, so the whole
     of it costs less than a second call for what the request reads later."""
     return (yield from load_at(cfg, place(cfg, token), refresh_after))
 
@@ -140,11 +141,13 @@ def load_at(cfg: Config, where: Place, refresh_after: float) -> Op[dict[str, byt
     refresh = max(0, round(refresh_after * 1000))
     args = (where.token, refresh, *timeouts(settings))
     call = ScriptCall(LOAD, (where.key, where.recent), args)
-    # Sent twice, a load touches twice: the same state as once.
-    ((reply,),) = yield (write(where.route, call, idempotent=True),)
-    if int(reply[0]) != 1:
+    # The hash, then the script that checks the session is live (and touches
+    # it): one pipeline, one round trip (session_load.lua says why not one
+    # script). Sent twice, a load touches twice: the same state as once.
+    ((fields, reply),) = yield (write(where.route, ("HGETALL", where.key), call, idempotent=True),)
+    if int(reply[0]) != 1 or not fields:
         return None
-    return fields_of(reply[1])
+    return fields_of(fields)
 
 
 def touch(
@@ -200,9 +203,17 @@ def touch(
 # -- session data and viewed items ----------------------------------------------------------
 
 
+# One encoder for every value: json.dumps with options builds a new encoder per
+# call, which cost more than the encoding of a session's usual small values.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+# json.loads of bytes first guesses their encoding: values are UTF-8, as saved.
+_DECODE = json.JSONDecoder().decode
+_ATOMS: dict[object, str] = {True: "true", False: "false", None: "null"}  # their JSON
+
+
 def data_of(fields: Mapping[str, bytes]) -> dict[str, Any]:
     """The data among a session's fields, decoded from JSON."""
-    return {name: json.loads(value) for name, value in named(fields, "d").items()}
+    return {name: _DECODE(value.decode()) for name, value in named(fields, "d").items()}
 
 
 def data(cfg: Config, token: str) -> Op[dict[str, Any]]:
@@ -216,7 +227,16 @@ def encode_value(name: str, value: object, settings: SessionSettings | None = No
     """``value`` as a session stores it: compact JSON, never NaN or pickle;
     with ``settings``, within their ``max_value_bytes``."""
     try:
-        encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        # The JSON of a string or an int is its one C call: most session
+        # values, encoded once a key per request (store.changes).
+        if isinstance(value, str):
+            encoded: str = encode_basestring(value)
+        elif value is None or value is True or value is False:
+            encoded = _ATOMS[value]
+        elif isinstance(value, int):
+            encoded = int.__repr__(value)
+        else:
+            encoded = _ENCODE(value)
     except (TypeError, ValueError, RecursionError) as error:  # RecursionError: too deep
         raise InvalidInput(f"values[{name!r}]", f"is not JSON: {error}", value) from None
     if settings is not None and len(encoded.encode()) > settings.max_value_bytes:

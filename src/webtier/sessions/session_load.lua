@@ -1,7 +1,13 @@
--- Load one session for a request, in one round trip: check that it is live,
--- touch it when it was last seen at least ARGV[2] ms ago (as a touch without
--- a user or item: last seen and expiry, never creating a session), and return
--- its whole hash, which the request then reads instead of asking again.
+-- Check one session for a request's load: that it is live, and touch it when
+-- it was last seen at least ARGV[2] ms ago (as a touch without a user or
+-- item: last seen and expiry, never creating a session). The caller sends an
+-- HGETALL of the hash just before it, in the same pipeline and round trip
+-- (ops.load_at): the whole hash crosses into Lua and back out again at a cost
+-- of several times the plain HGETALL, so the script reads only the three
+-- fields it needs. The HGETALL's hash counts only when this script answers
+-- that the session is live: a session deleted or moved between the two
+-- (a logout, a login) then answers 0, and one changed between them was read
+-- before the change, as a read that came first.
 --
 -- KEYS[1] = the session's hash (fields: session_touch.lua)
 -- KEYS[2] = the shard's recency index: zset token -> last seen (server µs)
@@ -10,8 +16,7 @@
 -- ARGV[3] = idle timeout ms (0: off)
 -- ARGV[4] = absolute timeout ms (0: off)
 -- ARGV[5] = backstop ms; ARGV[6] = how late the backstop may be set (ms)
--- Returns {1, {field, value, ...}} (the hash as it was before the touch,
--- whose only change is `e`) for a live session, {0} when there is none.
+-- Returns {1} for a live session (its only change: `e`), {0} when there is none.
 --
 -- The same rules as a touch, from session_prelude.lua: the new score is above
 -- every score of the shard, so a cleaner that read an older one never removes
@@ -21,20 +26,11 @@ local key, recent, token = KEYS[1], KEYS[2], ARGV[1]
 local refresh = ARGV[2] * 1000
 local idle, absolute, backstop, lateness = ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0, ARGV[6] + 0
 
-local fields = redis.call('HGETALL', key)
--- The two fields the touch needs, from the reply rather than by another call
--- (a call costs more than this pass over a session's few dozen fields).
-local created, expires = false, false
-for i = 1, #fields, 2 do
-  local name = fields[i]
-  if name == 'c' then
-    created = fields[i + 1] + 0
-  elseif name == 'e' then
-    expires = fields[i + 1] + 0
-  elseif name == 'x' then
-    idle = own_idle(fields[i + 1] + 0, idle) -- saved by a framework's store
-  end
-end
+local found = redis.call('HMGET', key, 'c', 'e', 'x')
+local created = found[1] and found[1] + 0
+local expires = found[2] and found[2] + 0
+-- An expiry of its own, saved by a framework's store (session_save.lua).
+if found[3] then idle = own_idle(found[3] + 0, idle) end
 if not created then
   -- Expired or cleaned: forget any index entry left behind, as a touch does.
   redis.call('ZREM', recent, token)
@@ -53,4 +49,4 @@ if not seen or now_text - seen >= refresh then
   if expire_text then redis.call('HSET', key, 'e', expire_text) end
   mark_seen(key, recent, token, now_text, now_ms, expire_text, backstop, lateness)
 end
-return {1, fields}
+return {1}

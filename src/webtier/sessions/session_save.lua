@@ -35,18 +35,21 @@ local idle, absolute, backstop, lateness = ARGV[4] + 0, ARGV[5] + 0, ARGV[6] + 0
 
 local now_text, now_ms = server_now()
 local fields = redis.call('HGETALL', key)
-local created = false
+local created, stored_own, stored_user = false, false, false
 local sizes = {}
 for i = 1, #fields, 2 do
   local name = fields[i]
   if name == 'c' then
     created = fields[i + 1] + 0
-  elseif name == 'x' and own == 0 then
-    own = fields[i + 1] + 0
+  elseif name == 'x' then
+    stored_own = fields[i + 1] + 0
+  elseif name == 'u' then
+    stored_user = fields[i + 1]
   elseif name == 'b' or (#name > 1 and string.byte(name) == 100) then -- 'd'
     sizes[name] = #fields[i + 1]
   end
 end
+if own == 0 and stored_own then own = stored_own end
 if own > 0 then idle = own_idle(own, idle) end
 if mode == 'create' then
   if #fields > 0 then return {0} end
@@ -69,14 +72,30 @@ for name, size in pairs(sizes) do
 end
 if count > ARGV[8] + 0 or bytes > ARGV[9] + 0 then return {-1, count, bytes} end
 
-if mode == 'create' then redis.call('HSET', key, 'c', string.format('%d', now_ms), 'i', ARGV[10]) end
-for i = 15, first_pair - 1 do redis.call('HDEL', key, 'd' .. ARGV[i]) end
-for i = first_pair, #ARGV, 2 do redis.call('HSET', key, 'd' .. ARGV[i], ARGV[i + 1]) end
-if ARGV[12] == '1' then redis.call('HSET', key, 'b', ARGV[13]) end
-if ARGV[11] == '' then redis.call('HDEL', key, 'u') else redis.call('HSET', key, 'u', ARGV[11]) end
+-- One HDEL and one HSET for every field the save changes: each redis.call
+-- costs about as much as the reading and checking above. A field that holds
+-- its value already (the user, the own expiry) is not written again.
+local unset, set = {}, {}
+for i = 15, first_pair - 1 do unset[#unset + 1] = 'd' .. ARGV[i] end
+if ARGV[11] == '' and stored_user then unset[#unset + 1] = 'u' end
+if mode == 'create' then set = {'c', string.format('%d', now_ms), 'i', ARGV[10]} end
+for i = first_pair, #ARGV, 2 do
+  set[#set + 1] = 'd' .. ARGV[i]
+  set[#set + 1] = ARGV[i + 1]
+end
+if ARGV[12] == '1' then set[#set + 1] = 'b'; set[#set + 1] = ARGV[13] end
+if ARGV[11] ~= '' and ARGV[11] ~= stored_user then set[#set + 1] = 'u'; set[#set + 1] = ARGV[11] end
 local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
 local expire_text = string.format('%d', deadline + late)
-redis.call('HSET', key, 'e', expire_text)
-if own > 0 then redis.call('HSET', key, 'x', string.format('%d', own)) end
+set[#set + 1] = 'e'
+set[#set + 1] = expire_text
+if own > 0 and own ~= stored_own then set[#set + 1] = 'x'; set[#set + 1] = string.format('%d', own) end
+-- In slices: unpack puts every element on Lua's stack, which is bounded.
+for first = 1, #unset, 1000 do
+  redis.call('HDEL', key, unpack(unset, first, math.min(first + 999, #unset)))
+end
+for first = 1, #set, 1000 do
+  redis.call('HSET', key, unpack(set, first, math.min(first + 999, #set)))
+end
 mark_seen(key, recent, id, now_text, now_ms, expire_text, backstop, lateness)
 return {1}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,27 +40,39 @@ class RedisSentinel:
         service: str = "mymaster",
         password: str | None = None,
         sentinel_password: str | None = None,
+        server_class: type[RedisServer] = RedisServer,
+        options: Callable[[int], tuple[str, ...]] | None = None,
     ) -> RedisSentinel:
         """Start the master, its replicas and the sentinels, and wait until
         every sentinel sees every replica and every other sentinel.
 
         ``down_after_ms``: how long the master may be silent before the
-        sentinels fail it over (a majority of them agreeing)."""
+        sentinels fail it over (a majority of them agreeing).
+        ``server_class`` and ``options`` (redis-server options for a
+        process on a given port) make every process, servers and sentinels:
+        a TLS deployment gives a class whose clients speak TLS, and the
+        options that serve TLS only on that port and replicate over TLS."""
         directory = Path(tempfile.mkdtemp(prefix="webtier-sentinel-"))
         auth = () if password is None else ("--requirepass", password, "--masterauth", password)
         deployment = cls([], [], directory, service, password, sentinel_password)
+
+        def start(*args: str, config: Path | None = None) -> RedisServer:
+            port = free_port()
+            more = () if options is None else options(port)
+            return server_class.start(
+                binary, *args, *more, port=port, directory=directory, config=config
+            )
+
         try:
-            master = RedisServer.start(binary, *auth, directory=directory)
+            master = start(*auth)
             deployment.servers.append(master)
             for _ in range(replicas):
-                replicaof = ("--replicaof", "127.0.0.1", str(master.port))
                 deployment.servers.append(
-                    RedisServer.start(binary, *auth, *replicaof, directory=directory)
+                    start(*auth, "--replicaof", "127.0.0.1", str(master.port))
                 )
             quorum = sentinels // 2 + 1
-            for _ in range(sentinels):
-                port = free_port()
-                config = directory / f"sentinel-{port}.conf"
+            for index in range(sentinels):
+                config = directory / f"sentinel-{index}.conf"
                 lines = [
                     f"sentinel monitor {service} 127.0.0.1 {master.port} {quorum}",
                     f"sentinel down-after-milliseconds {service} {down_after_ms}",
@@ -74,11 +87,7 @@ class RedisSentinel:
                         f"sentinel sentinel-pass {sentinel_password}",
                     ]
                 config.write_text("\n".join(lines) + "\n")
-                deployment.sentinels.append(
-                    RedisServer.start(
-                        binary, "--sentinel", port=port, directory=directory, config=config
-                    )
-                )
+                deployment.sentinels.append(start("--sentinel", config=config))
             deployment.wait_healthy()
         except BaseException:
             deployment.stop()

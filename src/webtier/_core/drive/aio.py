@@ -14,6 +14,7 @@ from typing import Any
 import redis
 import redis.asyncio
 import redis.asyncio.cluster
+from redis.asyncio.sentinel import SentinelManagedConnection
 
 from webtier._core.actions import (
     Action,
@@ -43,6 +44,7 @@ from webtier._core.drive.shared import (
 )
 from webtier._core.protocol import Call, Command, Op, Reply, Step
 from webtier._core.redispy import pack
+from webtier._core.sentinel import afollow_master
 from webtier._core.wire import NOT_DONE, exchange, flat, planned, settled
 from webtier.config import RetryPolicy
 from webtier.errors import ConfigError
@@ -87,9 +89,10 @@ async def _apipe(
     try:
         written[0] = True  # from here on, some of it may reach the server
         await conn.send_packed_command(pack(conn, commands))
+        read = _reader(conn)
         for _ in commands:
             try:
-                replies.append(await conn.read_response(disable_decoding=True))
+                replies.append(await read(disable_decoding=True))
             except _REPLY_ERRORS as error:
                 replies.append(error)
     except _IO_ERRORS as error:
@@ -101,6 +104,16 @@ async def _apipe(
     finally:
         await release(conn)
     return Outcome(replies)
+
+
+def _reader(conn: Any) -> Callable[..., Awaitable[Any]]:
+    """``conn.read_response``; but a Sentinel master's connection's own turns a
+    ``READONLY`` reply into a ``ConnectionError``, as if the write might
+    have been applied: it is read as the refusal it is (nothing applied),
+    and the wire asks the sentinels again and sends it to the new master."""
+    if isinstance(conn, SentinelManagedConnection):
+        return super(SentinelManagedConnection, conn).read_response
+    return conn.read_response  # type: ignore[no-any-return]
 
 
 async def _ready(conn: Any) -> None:
@@ -256,6 +269,8 @@ class AsyncTransport(AsyncDriver):
     async def _refresh(self) -> None:
         if self._cluster is not None:
             await self._cluster.nodes_manager.initialize()
+        else:  # a Sentinel's master may have moved
+            await afollow_master(self._pool)
 
     async def _initialized(self, budget: Budget | None) -> BaseException | None:
         """Loads the cluster's slot map if the client has none yet (an

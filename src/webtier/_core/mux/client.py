@@ -12,13 +12,13 @@ from typing import Any
 
 from redis import exceptions as rx
 
-from webtier._core.mux.dial import pack
-from webtier._core.mux.link import outcome_of
-from webtier._core.mux.node import Node
+from webtier._core.mux.dial import open_link, pack
+from webtier._core.mux.link import Link, outcome_of
+from webtier._core.mux.node import Node, drop
 from webtier._core.mux.sentinel import MasterFinder, MasterNode
 from webtier._core.mux.settings import Settings
 from webtier._core.mux.slots import SlotMap
-from webtier._core.protocol import Arg, Reply
+from webtier._core.protocol import Arg, Command, Reply
 from webtier._core.redis_errors import as_webtier_error
 from webtier.errors import ConfigError, InvalidInput, ServerError
 
@@ -65,6 +65,7 @@ class MuxClient:
         self._nodes: dict[str, Node] = {}
         self.slots: SlotMap | None = None
         self._loading: asyncio.Task[SlotMap] | None = None
+        self._waiting: Link | None = None  # replicated()'s own connection, between calls
 
     def __repr__(self) -> str:
         kind = "cluster" if self.cluster else "server"
@@ -178,6 +179,53 @@ class MuxClient:
             raise ServerError(f"Redis refused {command[0]!r}: {reply}") from reply
         return reply
 
+    async def replicated(self, replicas: int = 1, timeout: float = 0.1) -> int:
+        """Wait until ``replicas`` replicas hold every write this client was
+        answered before the call, or ``timeout`` seconds; return how many
+        did. Fewer than asked: those writes are applied on the master but
+        may not survive a failover (Redis replicates asynchronously).
+
+        ``WAIT`` blocks the connection it runs on, so it runs on one of its
+        own (made for the call), after a write of that connection (a
+        ``PUBLISH``, which touches no key) that every earlier write precedes
+        in the replication stream: once a replica has it, it has them. That
+        connection is kept between calls (one; calls at once make more). One
+        server or a Sentinel's master; not a Redis Cluster (each master
+        replicates its own slots)."""
+        if self.server is None:
+            raise ConfigError("replicated() waits on one master: not on a Redis Cluster")
+        if not (isinstance(replicas, int) and replicas >= 1):
+            raise InvalidInput("replicas", "must be an int >= 1", replicas)
+        if not 0 < timeout <= 60:
+            raise InvalidInput("timeout", "must be over 0 and at most 60 s", timeout)
+        loop = asyncio.get_running_loop()
+        commands: list[Command] = [
+            ("PUBLISH", "webtier:replicated", ""),
+            ("WAIT", replicas, int(timeout * 1000)),
+        ]
+        try:
+            await self.server.link(loop)  # the master located (a Sentinel's), as writes find it
+            link, self._waiting = self._waiting, None
+            at = self.server.settings
+            if link is None or not link.usable(loop) or link.name != at.name:
+                if link is not None:
+                    drop(link, loop)
+                link = await open_link(at, loop)
+            outcome = outcome_of(await link.send(pack(commands), 2).future)
+        except (OSError, rx.RedisError) as error:
+            raise as_webtier_error(error) from error
+        # Kept for the next call (one at a time; a call meanwhile made its own).
+        if outcome.error is None and self._waiting is None:
+            self._waiting = link
+        else:
+            drop(link, loop)
+        if outcome.error is not None:
+            raise as_webtier_error(outcome.error) from outcome.error
+        confirmed = outcome.replies[1]
+        if isinstance(confirmed, BaseException):
+            raise ServerError(f"Redis refused WAIT: {confirmed}") from confirmed
+        return int(confirmed)
+
     async def aclose(self) -> None:
         """Close every connection; commands still waiting fail as if the
         server had closed them."""
@@ -186,6 +234,9 @@ class MuxClient:
         for node in [self.server, *self._nodes.values()]:
             if node is not None:
                 node.close()
+        if self._waiting is not None:
+            drop(self._waiting, asyncio.get_running_loop())
+            self._waiting = None
         await asyncio.sleep(0)  # let the transports run their close
 
 

@@ -1,26 +1,24 @@
 """The shop as one Starlette app: :func:`create_app`.
 
-Every request goes through, outermost first:
+Every request goes through two layers before the routes:
 
-1. ``SecurityHeaders``: CSP without inline script, nosniff, referrer
-   policy, frame-ancestors;
-2. webtier's timing middleware: its time as the ``AccessTime`` of its route
-   template (``webtier stats slowest``);
-3. ``Observer``: hits per route template (batched counters) and anonymous
-   item views (the ranking);
-4. ``CsrfGuard``: every form's token checked, bound to the visitor's
-   session (security.py), and written into each visitor's pages;
-5. webtier's session middleware: the cookie, the session and its cart;
-6. webtier's page cache: anonymous item pages of the top 10,000 items;
-7. the routes.
+1. the shop's ``Defences`` (security.py): every form's token checked, bound
+   to the visitor's session, and written into each visitor's pages; the
+   security headers (CSP without inline script, nosniff, referrer policy,
+   frame-ancestors);
+2. webtier's one ASGI layer (:class:`webtier.web.ASGIMiddleware`): the page
+   cache answering anonymous item pages of the top 10,000 items before
+   anything else runs; the cookie, the session and its cart; each
+   request's time as the ``AccessTime`` of its route template (``webtier
+   stats slowest``); hits per route template (batched counters); anonymous
+   item views (the ranking).
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
 from webtier._core.extras import extra_needed
 from webtier.aio import WebTier as AsyncWebTier
@@ -44,27 +42,29 @@ with extra_needed("shop", "the demo shop"):
     from webtier.demo.shop import accounts, orders, pages
     from webtier.demo.shop.context import Shop
     from webtier.demo.shop.jobs import jobs_config, maintenance, schedule_flash_sale
-    from webtier.demo.shop.observe import ITEM_ROUTE, Observer, route_of
-    from webtier.demo.shop.security import CSRF_COOKIE, CsrfGuard, SecurityHeaders
+    from webtier.demo.shop.security import CSRF_COOKIE, Defences
     from webtier.rows.sql import open_engine
-    from webtier.web import pagecache, sessions, timing
+    from webtier.web import ASGIMiddleware, sessions
 
 POSTS = ("/cart", "/login", "/logout", "/checkout", "/account/logout-everywhere")
+HITS = "hits:"  # counter names: hits:<route template>, and hits:all
 
 
-# The book's item rule on the shop's item paths: ``/item/42`` is the page of
-# item 42, as ``?item=42`` is in the book (its key lies with the item's, so
-# checkout drops every page of an item at once).
+# The CSRF cookie never changes a page (its token is written in outside the
+# cache); analytics cookies as usual.
+HARMLESS_COOKIES = (*sorted(ANALYTICS_COOKIES), CSRF_COOKIE)
+HOME_TTL = 2.0  # seconds an anonymous visitor's home page may be behind the ranking
+
 PAGE_RULES = PageRules(
     routes=(
-        CacheRoute(
-            "/item/*",
-            item_pages=True,
-            item_in_path=True,
-            # The CSRF cookie never changes the page (its token is written
-            # in outside the cache); analytics cookies as usual.
-            ignored_cookies=(*sorted(ANALYTICS_COOKIES), CSRF_COOKIE),
-        ),
+        # The book's item rule on the shop's item paths: ``/item/42`` is the
+        # page of item 42, as ``?item=42`` is in the book (its key lies with
+        # the item's, so checkout drops every page of an item at once).
+        CacheRoute("/item/*", item_pages=True, item_in_path=True, ignored_cookies=HARMLESS_COOKIES),
+        # Further than the book: every visit starts at the home page, which
+        # is the same for every visitor without a session (the most viewed
+        # items; nothing recently viewed).
+        CacheRoute("/", ttl=HOME_TTL, ignored_cookies=HARMLESS_COOKIES),
     )
 )
 
@@ -72,7 +72,7 @@ PAGE_RULES = PageRules(
 def routes(shop: Shop) -> list[Route | Mount]:
     return [
         Route("/", pages.home, name="home"),
-        Route(ITEM_ROUTE, pages.item, name="item"),
+        Route("/item/{item_id}", pages.item, name="item"),
         Route("/cart", orders.cart, name="cart"),
         Route("/cart", orders.change_cart, methods=["POST"]),
         Route("/checkout", orders.checkout, methods=["POST"]),
@@ -102,17 +102,6 @@ def create_app(
     inventory = shopdb.inventory_source(engine)
     shop = Shop(tier, engine, inventory, settings)
     secret = settings.secret or secrets.token_bytes(32)
-    table = routes(shop)
-    # Middleware that keep counts in process, flushed at shutdown: Starlette
-    # builds them on the first call (the lifespan's), kept here as built.
-    built: list[Any] = []
-
-    def kept(kind: Callable[..., Any]) -> Callable[..., Any]:
-        def build(app: Any, **options: Any) -> Any:
-            built.append(kind(app, **options))
-            return built[-1]
-
-        return build
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -124,24 +113,25 @@ def create_app(
             try:
                 yield
             finally:
-                for part in built:
-                    await part.aclose()
                 await views.aclose()
                 if not isinstance(database, sa.Engine):
                     engine.dispose()
 
     session_options = sessions.SessionOptions(signing_keys=[secret], cookie_name=SESSION_COOKIE)
     middleware = [
-        Middleware(SecurityHeaders),
-        Middleware(timing.ASGIMiddleware, tier=tier, route=route_of(table)),
-        Middleware(kept(Observer), tier=tier, route=route_of(table)),
-        Middleware(CsrfGuard, secret=secret, session=session_options, posts=POSTS),
-        # (mypy cannot match Starlette's middleware factory to this generic class)
-        Middleware(sessions.ASGIMiddleware, tier=tier, options=session_options),  # type: ignore[arg-type]
-        Middleware(kept(pagecache.ASGIMiddleware), tier=tier, rules=PAGE_RULES),
+        Middleware(Defences, secret=secret, session=session_options, posts=POSTS),
+        Middleware(
+            ASGIMiddleware,
+            tier=tier,
+            pages=PAGE_RULES,
+            item_views=True,  # the handler counts the views of visitors with a session
+            sessions=session_options,
+            timing=True,
+            hits=HITS,
+        ),
     ]
     app = Starlette(
-        routes=table,
+        routes=routes(shop),
         middleware=middleware,
         exception_handlers={
             404: pages.not_found,

@@ -31,7 +31,7 @@ from webtier.web.sessions import AsyncSession
 T = TypeVar("T")
 Row = dict[str, Any]
 
-# Written where a form's CSRF token goes; security.CsrfGuard puts the
+# Written where a form's CSRF token goes; security.Defences puts the
 # visitor's own token there as the page goes out, so a page the page cache
 # keeps for every anonymous visitor holds no one's token (the book's Edge
 # Side Includes idea, for one value).

@@ -10,7 +10,7 @@ from starlette.responses import RedirectResponse, Response
 
 from webtier.demo.shop import catalog
 from webtier.demo.shop.context import Shop, notify, session_of, shop_of
-from webtier.errors import CartLimit, OutOfStock, WebtierError
+from webtier.errors import CartLimit, ConfigError, OutcomeUnknown, OutOfStock, WebtierError
 from webtier.web.sessions import AsyncSession
 
 log = logging.getLogger("webtier.shop")
@@ -18,6 +18,7 @@ log = logging.getLogger("webtier.shop")
 ORDERS = "orders"  # session data field: the ids of the orders this session placed
 CHECKOUT_KEY = "checkout"  # session data field and form field: the cart's checkout key
 STATS_CONTEXT = "shop:checkout"  # statistics: basket size and value per order
+DURABLE_WAIT = 0.5  # seconds the replicas asked for (ShopSettings.durable) may take
 
 
 def _see(path: str) -> RedirectResponse:
@@ -67,6 +68,7 @@ async def change_cart(request: Request) -> Response:
         )
     done = f"Item {item_id} removed." if count == 0 else f"Item {item_id}: {count} in your cart."
     await notify(session, done)
+    await replicated(shop)
     return _see("/cart")
 
 
@@ -121,7 +123,30 @@ async def checkout(request: Request) -> Response:
         except WebtierError as error:  # statistics are observability: never fail an order
             log.warning("checkout statistics not recorded: %s", error)
         await notify(session, f"Thank you: order {done.order.order_id} is placed.")
+    await replicated(shop)
     return _see(f"/orders/{done.order.order_id}")
+
+
+async def replicated(shop: Shop) -> None:
+    """With ``ShopSettings.durable`` replicas asked: wait until they hold
+    the Redis writes made so far (the cart, the session's order and
+    notices, the invalidated stock), so a failover right after the page
+    answers cannot lose them. Fewer within :data:`DURABLE_WAIT`: an
+    ``OutcomeUnknown`` (a 503 page); the writes are on the master, and the
+    form sent again repeats them safely (a cart line's count; a checkout's
+    key finds its order)."""
+    wanted = shop.settings.durable
+    if not wanted:
+        return
+    wait = getattr(shop.tier.client, "replicated", None)
+    if wait is None:
+        raise ConfigError("ShopSettings.durable needs webtier's own asyncio client")
+    confirmed = await wait(wanted, DURABLE_WAIT)
+    if confirmed < wanted:
+        raise OutcomeUnknown(
+            f"{confirmed} of the {wanted} replicas asked confirmed the writes "
+            f"within {DURABLE_WAIT} s: applied on the master, may not survive a failover"
+        )
 
 
 async def taken(shop: Shop, session: AsyncSession, placed: catalog.Order) -> None:

@@ -51,7 +51,7 @@ async def item(request: Request) -> Response:
     has the view counted by the session's touch (recently viewed and the
     ranking in one round trip); an anonymous visitor's page is the same for
     all of them, which the page cache keeps (its view is counted outside:
-    observe.Observer)."""
+    webtier's ASGI layer, item_views=True)."""
     shop = shop_of(request)
     item_id = shop.item_id(request.path_params["item_id"])
     row = None if item_id is None else await shop.item(item_id)

@@ -1,7 +1,8 @@
-"""The shop's defences: security headers, CSRF tokens bound to the visitor.
+"""The shop's defences, in one ASGI layer: CSRF tokens bound to the
+visitor, and security headers on every response.
 
 Every POST to a form route carries a ``csrftoken`` field that
-:class:`CsrfGuard` checks against a synchronizer token derived (HMAC) from
+:class:`Defences` checks against a synchronizer token derived (HMAC) from
 what identifies the visitor: the session token of their signed session
 cookie, or, before they have a session, a random visitor id in a
 ``webtier_csrf`` cookie. An attacker who plants a cookie of their own (a
@@ -34,8 +35,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from webtier.demo.shop.context import CSRF_PLACEHOLDER, Visitor, shop_of
 from webtier.web.sessions import SessionOptions
 from webtier.web.sessions.adapter import header_values
-from webtier.web.sessions.asgi import scope_where
 from webtier.web.sessions.cookie import decode
+from webtier.web.sessions.part import scope_where
 
 # The visitor id of a visitor with no session yet (a cookie of its own
 # name: another app's ``csrftoken`` on the same host never collides).
@@ -63,28 +64,6 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 Headers = list[tuple[bytes, bytes]]
 
 
-class SecurityHeaders:
-    """Adds the security headers to every response that lacks them."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers: Headers = list(message.get("headers", []))
-                present = {name.lower() for name, _ in headers}
-                added = [(name, value) for name, value in SECURITY_HEADERS if name not in present]
-                message = {**message, "headers": headers + added}
-            await send(message)
-
-        await self.app(scope, receive, sending)
-
-
 def cookie_value(header: str | None, name: str) -> str | None:
     """The first ``name`` cookie of a ``Cookie`` header, by hand: whatever
     other cookies hold (``user[id]``, ``@``, bytes that are not UTF-8), no
@@ -96,11 +75,12 @@ def cookie_value(header: str | None, name: str) -> str | None:
     return None
 
 
-class CsrfGuard:
+class Defences:
     """Refuses a POST to ``posts`` without the visitor's token (403), or
     whose body is not a small URL-encoded UTF-8 form (413, 415, 400); fills
     every HTML page's placeholder with the visitor's token, giving a
-    visitor with neither session nor visitor id one.
+    visitor with neither session nor visitor id one; adds the security
+    headers to every response that lacks them.
 
     HTML bodies are buffered (pages are small); the request goes in without
     ``Accept-Encoding`` and ``If-None-Match``, so the page cache answers
@@ -180,6 +160,7 @@ class CsrfGuard:
         async def fill(message: Message) -> None:
             nonlocal start
             if message["type"] == "http.response.start":
+                message = _secured(message)
                 if _is_html(message):
                     start = message  # sent with the body, once its length is known
                     return
@@ -273,6 +254,14 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def _secured(start: Message) -> Message:
+    """``start`` with the security headers it lacks."""
+    headers: Headers = list(start.get("headers", []))
+    present = {name.lower() for name, _ in headers}
+    added = [(name, value) for name, value in SECURITY_HEADERS if name not in present]
+    return {**start, "headers": headers + added}
 
 
 def _is_html(start: Message) -> bool:

@@ -49,6 +49,10 @@ class ShopSettings:
     # Rows of the most viewed items the jobs keep cached ahead of their views
     # (as many as the page cache admits by default); 0: none.
     warm_rows: int = 10_000
+    # Replicas that must hold a cart change's or a checkout's Redis writes
+    # before its page answers (WAIT, within DURABLE_WAIT); fewer: a 503
+    # (the writes are on the master, and repeating them is safe). 0: none.
+    durable: int = 0
 
     def __post_init__(self) -> None:
         require(is_int(self.items) and self.items >= 1, "items must be an int >= 1")
@@ -66,5 +70,6 @@ class ShopSettings:
             f"secret must be None or at least {MIN_SECRET_BYTES} bytes",
         )
         require(is_int(self.warm_rows) and self.warm_rows >= 0, "warm_rows must be an int >= 0")
+        require(is_int(self.durable) and self.durable >= 0, "durable must be an int >= 0")
         for name in ("most_viewed", "sql_threads"):
             require(is_int(getattr(self, name)) and getattr(self, name) >= 1, f"{name} >= 1")

@@ -140,6 +140,10 @@ class Policy:
             self.unkeyed.report(plan, request)
         return plan
 
+    def item_of(self, request: PageRequest) -> str | None:
+        """The item of an item route's page, cacheable or not."""
+        return self.rules.item_of(self.config, request)
+
     def counters(self, outcome: CacheStatus, rendered: bool) -> tuple[str, ...]:
         """The counters an answer adds one to (none when counting is off):
         its outcome's, and the renders' when the app rendered the page."""

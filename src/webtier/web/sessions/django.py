@@ -83,13 +83,16 @@ class Middleware(Adapter[WebTier]):
         request.webtier_session = Session(self.tier, state)
         with time_limit(self.options.time_limit):
             response = self.get_response(request)
-        where = Where(
-            meta.get("SCRIPT_NAME", ""),
-            request.scheme,
-            meta.get("HTTP_HOST", ""),
-            peer=meta.get("REMOTE_ADDR", ""),
-            proxied=came_through_proxy(environ_headers(meta)),
-        )
+
+        def where() -> Where:
+            return Where(
+                meta.get("SCRIPT_NAME", ""),
+                request.scheme,
+                meta.get("HTTP_HOST", ""),
+                peer=meta.get("REMOTE_ADDR", ""),
+                proxied=came_through_proxy(environ_headers(meta)),
+            )
+
         cookie = state.cookie_to_send(where)
         if cookie is not None:
             response.cookies[cookie.key] = cookie

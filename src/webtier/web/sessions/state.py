@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.cookies import Morsel
 from typing import Literal
@@ -53,17 +54,18 @@ class SessionState:
     def accessed(self) -> bool:
         return self.loaded
 
-    def cookie_to_send(self, where: Where) -> Morsel[str] | None:
+    def cookie_to_send(self, where: Callable[[], Where]) -> Morsel[str] | None:
         """The cookie the response sets (or deletes), if any; after this the
-        cookie can no longer change."""
+        cookie can no longer change. ``where`` is read only when a cookie
+        goes out (most responses send none)."""
         self.headers_sent = True
         if self.cookie == "set" and self.token is not None:
-            return cookie_morsel(self.options, where, encode(self.options, self.token))
+            return cookie_morsel(self.options, where(), encode(self.options, self.token))
         if self.cookie == "clear":
-            return cookie_morsel(self.options, where, None)
+            return cookie_morsel(self.options, where(), None)
         return None
 
-    def response_headers(self, where: Where) -> list[tuple[str, str]]:
+    def response_headers(self, where: Callable[[], Where]) -> list[tuple[str, str]]:
         """The headers the response gets for this session; marks them sent."""
         headers = []
         cookie = self.cookie_to_send(where)

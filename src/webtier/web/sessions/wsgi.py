@@ -62,10 +62,9 @@ class WSGIMiddleware(Adapter[WebTier]):
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         state = self.state(environ.get("HTTP_COOKIE"))
         environ[SESSION_KEY] = Session(self.tier, state)
-        request = where(environ)
 
         def start_with_cookie(status: str, headers: Headers, exc_info: Any = None) -> Any:
-            extra = state.response_headers(request)
+            extra = state.response_headers(lambda: where(environ))
             return start_response(status, merge_headers(headers, extra), exc_info)
 
         try:

@@ -40,16 +40,18 @@ from webtier.web._lazy import lazy
 
 # Flask is imported only when install() runs.
 from webtier.web.timing import flask
-from webtier.web.timing.core import ROUTE_KEY, UNMATCHED
+from webtier.web.timing.core import ROUTE_KEY, UNMATCHED, TimingOptions
 from webtier.web.timing.wsgi import WSGIMiddleware, environ_route
 
 if TYPE_CHECKING:
-    from webtier.web.timing.asgi import ASGIMiddleware, starlette_route
+    from webtier.web.timing.asgi import ASGIMiddleware
+    from webtier.web.timing.part import starlette_route
 
 __all__ = [
     "ROUTE_KEY",
     "UNMATCHED",
     "ASGIMiddleware",
+    "TimingOptions",
     "WSGIMiddleware",
     "environ_route",
     "flask",
@@ -59,5 +61,5 @@ __all__ = [
 # The ASGI adapter needs Starlette (webtier[web]): imported on first use.
 __getattr__ = lazy(
     __name__,
-    {"ASGIMiddleware": "webtier.web.timing.asgi", "starlette_route": "webtier.web.timing.asgi"},
+    {"ASGIMiddleware": "webtier.web.timing.asgi", "starlette_route": "webtier.web.timing.part"},
 )

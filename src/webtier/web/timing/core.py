@@ -6,6 +6,7 @@ failure instead of raising it into the app."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from webtier import stats
@@ -52,6 +53,20 @@ def batch(
     return True
 
 
+@dataclass(frozen=True)
+class TimingOptions:
+    """How access time is recorded: ``unmatched`` names the requests no
+    route matched; ``time_limit`` is how long a direct record may wait for
+    Redis (seconds); ``batched`` adds each duration to an in-process
+    recorder flushed every ``flush_interval`` seconds, instead of a round
+    trip per request."""
+
+    unmatched: str = UNMATCHED
+    time_limit: float | None = 1.0
+    batched: bool = True
+    flush_interval: float = FLUSH_INTERVAL
+
+
 Tier = TypeVar("Tier")
 Recorder = TypeVar("Recorder", StatsRecorder, AsyncStatsRecorder)
 Request = TypeVar("Request")  # what the route is read from: an ASGI scope, a WSGI environ
@@ -90,9 +105,13 @@ class Timing(Generic[Tier, Recorder, Request]):
         I/O); else the context to record it under directly (unbatched, or
         the recorder closed meanwhile)."""
         context = self.route(request) or self.unmatched
-        if self.batched and not self._closed and batch(self._current(), context, seconds, failed):
-            return None
-        return context
+        return None if self._added(context, seconds, failed) else context
+
+    def _added(self, context: str, seconds: float, failed: bool) -> bool:
+        """Whether the duration went to the recorder (no I/O)."""
+        return (
+            self.batched and not self._closed and batch(self._current(), context, seconds, failed)
+        )
 
     def _current(self) -> Recorder:
         """The recorder of this process (or loop), created on first use."""

@@ -1,0 +1,213 @@
+"""The page cache part of webtier's ASGI layer (:mod:`webtier.web.asgi`):
+what the cache reads of a scope, the render it stores, and the answer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+from webtier import pagecache
+from webtier._core.deadline import time_limit
+from webtier._core.extras import extra_needed
+from webtier._core.protocol import Call
+from webtier.aio import WebTier as AsyncWebTier
+from webtier.counters import AsyncRecorder
+from webtier.errors import WebtierError
+from webtier.pagecache import PageRequest, PageRules, Plan
+from webtier.pagecache.request import is_private
+from webtier.types import Rendered, Served
+from webtier.web.pagecache import policy
+
+with extra_needed("web", "the ASGI page cache"):
+    from starlette.types import Message, Receive, Scope, Send
+
+
+class Exchange(Protocol):
+    """What the page cache needs of one request in the layer."""
+
+    item: str | None  # the item page's item, when its view counts
+
+    async def send(self, message: Message) -> None: ...
+
+
+class Layer(Protocol):
+    """What the page cache needs of the layer it is part of
+    (:class:`webtier.web.asgi.ASGIMiddleware`)."""
+
+    item_views: bool
+
+    def counts(self) -> AsyncRecorder: ...
+
+    async def render(self, scope: Scope, receive: Receive, send: Send, exchange: Any) -> None: ...
+
+
+def scope_request(scope: Scope) -> PageRequest:
+    headers = policy.lower_headers(
+        (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
+    )
+    host = headers.get("host")
+    if host is None and scope.get("server"):
+        server_host, port = scope["server"]
+        host = f"{server_host}:{port}"
+    return PageRequest(
+        scope["method"],
+        scope["path"],
+        scope.get("query_string", b"").decode("latin-1"),
+        scope.get("scheme", "http"),
+        host or "",
+        headers,
+    )
+
+
+def _no_thread() -> Any:
+    raise RuntimeError("an ASGI render runs on the event loop")
+
+
+class _Render:
+    """Runs the app once for the cache: buffers a response that may be
+    stored, streams any other straight to the client."""
+
+    def __init__(
+        self,
+        layer: Layer,
+        scope: Scope,
+        receive: Receive,
+        exchange: Exchange,
+        plan: Plan,
+        settings: Any,
+    ) -> None:
+        self.layer, self.scope, self.receive, self.exchange = layer, scope, receive, exchange
+        self.plan, self.settings = plan, settings
+        self.result: Rendered | None = None
+
+    async def __call__(self) -> Rendered:
+        status = 500
+        headers: tuple[tuple[str, str], ...] = ()
+        ttl: float | None = None
+        through = False
+        chunks: list[bytes] = []
+        send = self.exchange.send
+
+        async def capture(message: Message) -> None:
+            nonlocal status, headers, ttl, through
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = tuple(
+                    (k.decode("latin-1"), v.decode("latin-1"))
+                    for k, v in message.get("headers", ())
+                )
+                ttl = policy.store_ttl(self.settings, self.plan, status, headers)
+                if ttl is None:
+                    through = True
+                    raw = [*message.get("headers", ()), (b"x-cache", b"MISS")]
+                    await send({**message, "headers": raw})
+            elif through:
+                await send(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+            else:  # trailers, pathsend...: not a plain response
+                ttl = None
+
+        await self.layer.render(self.scope, self.receive, capture, self.exchange)
+        self.result = Rendered(status, headers, b"".join(chunks), ttl, sent=through)
+        return self.result
+
+
+class PageCache:
+    """The page cache part of webtier's ASGI layer (:mod:`webtier.web.asgi`):
+    answers cacheable requests from Redis, renders the others through the
+    rest of the layer."""
+
+    def __init__(self, tier: AsyncWebTier, rules: PageRules) -> None:
+        self.tier = tier
+        self.policy = policy.Policy(tier.config, rules)
+        # Pages being served in this process, by digest: concurrent requests
+        # for one of them wait for its outcome (see serve).
+        self._inflight: dict[str, asyncio.Future[Served | None]] = {}
+
+    async def serve(self, layer: Layer, scope: Scope, receive: Receive, exchange: Exchange) -> None:
+        request = scope_request(scope)
+        plan = self.policy.plan(request)
+        if layer.item_views and not is_private(self.policy.settings, request.headers):
+            # A view of a visitor without a session: no session's touch
+            # counts it (a cached or not, a reload's too).
+            # (A plan's item is an item route's when it has an admission.)
+            if plan is not None and plan.admission is not None:
+                exchange.item = plan.item
+            else:
+                exchange.item = self.policy.item_of(request)
+        if plan is None:
+            await layer.render(scope, receive, exchange.send, exchange)
+            return
+        render = _Render(layer, scope, receive, exchange, plan, self.policy.settings)
+        run = self.tier.transport.run
+        limit = self.policy.settings.time_limit
+        try:
+            with time_limit(limit):
+                copy, admission = await run(pagecache.ops.lookup(self.tier.config, plan))
+        except WebtierError as error:
+            self.policy.outage.failed(error)
+            uncached = Served("MISS", rendered=await render())
+            await self._done(layer, uncached, request, exchange, render)
+            return
+        leader = self._inflight.get(plan.digest) if copy is None else None
+        if leader is not None:
+            # The same cold page is being served in this process: share its
+            # page rather than queue on Redis (a burst of requests would take
+            # a pooled connection each, polling). Only a page is shared,
+            # never a response that was not cacheable (it may be one
+            # visitor's: a Set-Cookie).
+            shared = await asyncio.shield(leader)
+            if shared is not None and shared.page is not None:
+                await self._done(layer, Served("HIT", shared.page), request, exchange)
+                return
+        future: asyncio.Future[Served | None] = asyncio.get_running_loop().create_future()
+        # Only a render that may be stored leads: another's is its own.
+        leading = copy is None and plan.storable and plan.digest not in self._inflight
+        if leading:
+            self._inflight[plan.digest] = future
+        served: Served | None = None
+        try:
+            with time_limit(limit):
+                served = await run(
+                    pagecache.ops.answer(
+                        self.tier.config, plan, Call(_no_thread, render), copy, admission=admission
+                    )
+                )
+        except WebtierError as error:
+            self.policy.outage.failed(error)
+            served = Served("MISS", rendered=render.result or await render())
+        finally:
+            if leading:
+                del self._inflight[plan.digest]
+            future.set_result(served)
+        await self._done(layer, served, request, exchange, render)
+
+    async def _done(
+        self,
+        layer: Layer,
+        served: Served,
+        request: PageRequest,
+        exchange: Exchange,
+        render: _Render | None = None,
+    ) -> None:
+        rendered = render is not None and render.result is not None
+        names = self.policy.counters(served.outcome, rendered)
+        if names:
+            counts = layer.counts()
+            for name in names:
+                counts.incr(name)
+        await _answer(served, request, exchange.send)
+
+
+async def _answer(served: Served, request: PageRequest, send: Send) -> None:
+    if served.page is not None:
+        status, headers, body = policy.page_response(served.page, request.headers, served.outcome)
+    else:
+        assert served.rendered is not None
+        if served.rendered.sent:
+            return
+        status, headers, body = policy.rendered_response(served.rendered)
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
