@@ -14,7 +14,7 @@ import webtier
 from webtier.demo import shopdb
 from webtier.demo.shop import ShopSettings, catalog
 from webtier.demo.shop.accounts import merge_report
-from webtier.demo.shop.app import PAGE_RULES
+from webtier.demo.shop.app import HOME_TTL, PAGE_RULES
 from webtier.errors import ConfigError, InvalidInput, OutOfStock
 from webtier.pagecache import PageRequest
 from webtier.types import CartChange
@@ -39,6 +39,14 @@ def test_settings_refuse_bad_values(bad: dict[str, object]) -> None:
         ShopSettings(**bad)  # type: ignore[arg-type]
 
 
+def test_the_home_page_is_cached_briefly_and_for_no_item() -> None:
+    plan = PAGE_RULES.plan(webtier.Config(), PageRequest("GET", "/", host="shop"))
+    assert plan is not None
+    assert (plan.item, plan.admission, plan.ttl) == (None, None, HOME_TTL)
+    private = PageRequest("GET", "/", host="shop", headers={"cookie": "webtier_session=x"})
+    assert PAGE_RULES.plan(webtier.Config(), private) is None  # a session's home: rendered
+
+
 def test_an_item_path_is_the_books_item_page() -> None:
     config = webtier.Config()
     plan = PAGE_RULES.plan(config, PageRequest("GET", "/item/42", host="shop"))
@@ -48,7 +56,7 @@ def test_an_item_path_is_the_books_item_page() -> None:
     other = PAGE_RULES.plan(config, PageRequest("GET", "/item/43", host="shop"))
     assert other is not None
     assert other.digest != plan.digest
-    for path in ("/", "/cart", "/flash-sale", "/item/42/more"):
+    for path in ("/cart", "/flash-sale", "/item/42/more"):
         assert PAGE_RULES.plan(config, PageRequest("GET", path, host="shop")) is None
     assert PAGE_RULES.plan(config, PageRequest("POST", "/item/42", host="shop")) is None
     with_query = PAGE_RULES.plan(config, PageRequest("GET", "/item/42", "x=1", host="shop"))
