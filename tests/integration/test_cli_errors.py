@@ -79,6 +79,17 @@ def test_metrics_names_a_precision_that_is_not_configured(url: str) -> None:
     assert "precision" in message
 
 
+@pytest.mark.parametrize("data_dir", ["", "  "])
+def test_an_empty_data_dir_is_refused_not_the_current_directory(
+    data_dir: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["--data-dir", data_dir, "server", "status"])
+    assert result.exit_code == 2
+    assert "'--data-dir': names no directory" in result.output
+    assert list(tmp_path.iterdir()) == []  # no embedded server's files here
+
+
 def test_a_database_number_the_server_lacks(url: str) -> None:
     message = assert_one_error_line(run("--url", url.replace("/0", "/99"), "counters", "list"))
     assert message.startswith("no such database number on this server")

@@ -58,6 +58,18 @@ def _checked_prefix(ctx: click.Context, param: click.Parameter, prefix: str) -> 
         raise click.BadParameter(str(error), ctx, param) from None
 
 
+def _checked_data_dir(
+    ctx: click.Context, param: click.Parameter, data_dir: str | None
+) -> Path | None:
+    # An empty value would be Path(""), the current directory: the embedded
+    # server's files would land wherever the command ran. "." says so.
+    if data_dir is None:
+        return None
+    if not data_dir.strip():
+        raise click.BadParameter("names no directory (use '.' for the current one)", ctx, param)
+    return Path(data_dir)
+
+
 @click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--url",
@@ -69,7 +81,8 @@ def _checked_prefix(ctx: click.Context, param: click.Parameter, prefix: str) -> 
 @click.option(
     "--data-dir",
     envvar="WEBTIER_DATA_DIR",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
+    callback=_checked_data_dir,
     help="Where the embedded redis-server keeps its data [default: ~/.local/share/webtier/redis].",
 )
 @click.option(
