@@ -517,3 +517,41 @@ def test_with_shards_the_rank_follows_up_only_when_its_shard_place_admits() -> N
     )
     assert len(sent) == 2  # no follow-up, no claim: the render
     assert served.rendered is PAGE_R
+
+
+# -- the pages a process keeps prepared ---------------------------------------------------------
+
+
+def test_a_hot_page_is_decoded_once_per_stored_copy() -> None:
+    hot = policy.HotPages(entries=2)
+    copy = encode(make_page(CFG, Rendered(200, OK, b"x" * 5000, 300.0), 300.0, 1000.0))
+    first = hot.get("a", copy)
+    assert first is not None
+    assert hot.get("a", bytes(copy)) is first  # the same bytes: nothing decoded again
+    stored_again = encode(make_page(CFG, Rendered(200, OK, b"y" * 5000, 300.0), 300.0, 1001.0))
+    second = hot.get("a", stored_again)
+    assert second is not None
+    assert second is not first
+    assert second.response({}, "HIT", 1001.0)[2] == b"y" * 5000  # the new page, unpacked
+    assert hot.get("a", b"WPASS") is None  # a pass note
+
+
+def test_hot_pages_keep_at_most_their_entries_and_no_large_copy() -> None:
+    small = encode(make_page(CFG, Rendered(200, OK, b"abc", 300.0), 300.0, 1000.0))
+    hot = policy.HotPages(entries=2, max_bytes=len(small))
+    for digest in ("a", "b", "c"):
+        hot.get(digest, small)
+    assert list(hot._pages) == ["b", "c"]  # the oldest went first
+    large = encode(make_page(CFG, Rendered(200, OK, b"abcd", 300.0), 300.0, 1000.0))
+    assert hot.get("d", large) is not None  # answered, not kept
+    assert "d" not in hot._pages
+
+
+def test_a_prepared_page_answers_as_page_response_does() -> None:
+    page = make_page(
+        CFG, Rendered(200, (*OK, ("vary", "Accept-Language")), b"x" * 5000, 300.0), 300.0, 1000.0
+    )
+    for request in ({}, {"accept-encoding": "gzip"}, {"if-none-match": page.etag}):
+        assert policy.Prepared(page).response(request, "HIT", 1010.0) == policy.page_response(
+            page, request, "HIT", 1010.0
+        )

@@ -124,6 +124,7 @@ class PageCache:
         # Pages being served in this process, by digest: concurrent requests
         # for one of them wait for its outcome (see serve).
         self._inflight: dict[str, asyncio.Future[Served | None]] = {}
+        self.hot = policy.HotPages()
 
     async def serve(self, layer: Layer, scope: Scope, receive: Receive, exchange: Exchange) -> None:
         request = scope_request(scope)
@@ -150,6 +151,13 @@ class PageCache:
             uncached = Served("MISS", rendered=await render())
             await self._done(layer, uncached, request, exchange, render)
             return
+        if copy is not None:
+            hot = self.hot.get(plan.digest, copy)
+            if hot is not None and hot.page.fresh(self.tier.config.clock.wall()):
+                # A fresh copy (what pagecache.ops.answer would serve): the
+                # answer needs nothing more of Redis, nor a second run.
+                await self._done(layer, Served("HIT", hot.page), request, exchange, hot=hot)
+                return
         leader = self._inflight.get(plan.digest) if copy is None else None
         if leader is not None:
             # The same cold page is being served in this process: share its
@@ -190,6 +198,7 @@ class PageCache:
         request: PageRequest,
         exchange: Exchange,
         render: _Render | None = None,
+        hot: policy.Prepared | None = None,
     ) -> None:
         rendered = render is not None and render.result is not None
         names = self.policy.counters(served.outcome, rendered)
@@ -197,11 +206,15 @@ class PageCache:
             counts = layer.counts()
             for name in names:
                 counts.incr(name)
-        await _answer(served, request, exchange.send)
+        await _answer(served, request, exchange.send, hot)
 
 
-async def _answer(served: Served, request: PageRequest, send: Send) -> None:
-    if served.page is not None:
+async def _answer(
+    served: Served, request: PageRequest, send: Send, hot: policy.Prepared | None
+) -> None:
+    if hot is not None:
+        status, headers, body = hot.response(request.headers, served.outcome)
+    elif served.page is not None:
         status, headers, body = policy.page_response(served.page, request.headers, served.outcome)
     else:
         assert served.rendered is not None

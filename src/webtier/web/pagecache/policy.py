@@ -16,7 +16,7 @@ from webtier._core.throttle import OutageLog, Throttle
 from webtier.config import Config, PageCacheSettings
 from webtier.errors import ConfigError
 from webtier.pagecache import PageRequest, PageRules, Plan
-from webtier.pagecache.copies import stored_headers
+from webtier.pagecache.copies import decode, stored_headers
 from webtier.pagecache.request import cache_directives
 from webtier.types import CacheStatus, Page, Rendered
 
@@ -91,25 +91,76 @@ def page_response(
     page: Page, request_headers: Mapping[str, str], outcome: CacheStatus, now: float | None = None
 ) -> tuple[int, list[tuple[str, str]], bytes]:
     """Status, headers and body answering a request from ``page``."""
-    now = time.time() if now is None else now
-    headers = [(k, v) for k, v in stored_headers(page.headers) if k != "vary"]
-    vary = [v for k, v in page.headers if k.lower() == "vary"]
-    if page.gzipped:
-        vary.append("Accept-Encoding")
-    if vary:
-        headers.append(("vary", ", ".join(vary)))
-    headers += [("x-cache", outcome), ("age", str(max(0, int(now - page.stored))))]
-    if_none_match = request_headers.get("if-none-match")
-    if if_none_match is not None and _etag_matches(page.etag, if_none_match):
-        kept = {"etag", "cache-control", "vary", "expires", "last-modified", "x-cache", "age"}
-        return 304, [(k, v) for k, v in headers if k in kept], b""
-    if page.gzipped and accepts_gzip(request_headers):
-        body = page.body
-        headers.append(("content-encoding", "gzip"))
-    else:
-        body = page.plain_body()
-    headers.append(("content-length", str(len(body))))
-    return page.status, headers, body
+    return Prepared(page).response(request_headers, outcome, now)
+
+
+class Prepared:
+    """What answers every request from one page: its headers as sent (but
+    ``X-Cache`` and ``Age``), its plain body once unpacked. Kept by
+    :class:`HotPages` while the page is served, so a hit does that work once."""
+
+    __slots__ = ("_plain", "headers", "page")
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        headers = [(k, v) for k, v in stored_headers(page.headers) if k != "vary"]
+        vary = [v for k, v in page.headers if k.lower() == "vary"]
+        if page.gzipped:
+            vary.append("Accept-Encoding")
+        if vary:
+            headers.append(("vary", ", ".join(vary)))
+        self.headers = headers
+        self._plain: bytes | None = None
+
+    def plain_body(self) -> bytes:
+        if self._plain is None:
+            self._plain = self.page.plain_body()
+        return self._plain
+
+    def response(
+        self, request_headers: Mapping[str, str], outcome: CacheStatus, now: float | None = None
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Status, headers and body answering a request from the page."""
+        page = self.page
+        now = time.time() if now is None else now
+        age = str(max(0, int(now - page.stored)))
+        headers = [*self.headers, ("x-cache", outcome), ("age", age)]
+        if_none_match = request_headers.get("if-none-match")
+        if if_none_match is not None and _etag_matches(page.etag, if_none_match):
+            kept = {"etag", "cache-control", "vary", "expires", "last-modified", "x-cache", "age"}
+            return 304, [(k, v) for k, v in headers if k in kept], b""
+        if page.gzipped and accepts_gzip(request_headers):
+            body = page.body
+            headers.append(("content-encoding", "gzip"))
+        else:
+            body = self.plain_body()
+        headers.append(("content-length", str(len(body))))
+        return page.status, headers, body
+
+
+class HotPages:
+    """The pages this process served last, decoded and prepared, by digest,
+    with the stored copy each came from: a hit whose copy is the same bytes
+    (the page was not stored again meanwhile) skips decoding, unpacking and
+    its headers. At most ``entries`` pages of at most ``max_bytes`` each;
+    the oldest goes first."""
+
+    def __init__(self, entries: int = 256, max_bytes: int = 64 * 1024) -> None:
+        self.entries, self.max_bytes = entries, max_bytes
+        self._pages: dict[str, tuple[bytes, Prepared | None]] = {}
+
+    def get(self, digest: str, copy: bytes) -> Prepared | None:
+        """The prepared page of ``copy`` (None for a pass note)."""
+        known = self._pages.get(digest)
+        if known is not None and known[0] == copy:
+            return known[1]
+        page = decode(copy)
+        prepared = None if page is None else Prepared(page)
+        if len(copy) <= self.max_bytes:
+            if known is None and len(self._pages) >= self.entries:
+                del self._pages[next(iter(self._pages))]
+            self._pages[digest] = (copy, prepared)
+        return prepared
 
 
 def rendered_response(rendered: Rendered) -> tuple[int, list[tuple[str, str]], bytes]:
