@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 
 from webtier import overview
 from webtier._core.deadline import time_limit
+from webtier._core.replicas import replica_reads
 from webtier.aio import WebTier
 from webtier.config import ACCESS_TIME
 from webtier.errors import InvalidInput, WebtierError
@@ -82,7 +83,8 @@ def endpoint(handler: Callable[[WebTier, Request], Awaitable[Any]], tier: WebTie
 
     async def answer(request: Request) -> JSONResponse:
         try:
-            with time_limit(TIME_LIMIT):
+            # Every endpoint reads, and a figure a second old is fine.
+            with time_limit(TIME_LIMIT), replica_reads():
                 body = await handler(tier, request)
         except NotFound as missing:
             return JSONResponse({"error": str(missing)}, status_code=404)
