@@ -11,12 +11,14 @@ import contextlib
 from collections.abc import Generator
 from typing import Any
 
+import httpx
 import pytest
 
 import webtier
 from tests.helpers.cli import webtier_cli
 from webtier._core.protocol import Request, read
 from webtier.testing import RedisSentinel
+from webtier.web.dashboard import api, dashboard
 
 pytestmark = pytest.mark.anyio
 APIS = pytest.mark.parametrize("api", ["sync", "async"])
@@ -110,14 +112,92 @@ async def test_a_write_inside_replica_reads_goes_to_the_master(
         assert client.get(f"{prefix}:w") == b"value"
 
 
-def test_the_read_only_cli_commands_read_a_replica(sentinel: RedisSentinel, prefix: str) -> None:
+# What the deployment itself sends its servers (sentinels, replication), and
+# a new client's greeting: none of it a command the CLI reads with.
+_NOT_THE_CLIS = frozenset(
+    [
+        "ping",
+        "info",
+        "hello",
+        "publish",
+        "subscribe",
+        "replconf",
+        "psync",
+        "sync",
+        "client",
+        "select",
+        "role",
+        "config",
+        "command",
+        "multi",
+        "exec",
+        "slaveof",
+        "replicaof",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("ranking", "top"),
+        ("stats", "slowest"),
+        ("sessions", "stats"),
+        ("counters", "list"),
+    ],
+    ids=" ".join,
+)
+def test_the_read_only_cli_commands_read_a_replica(
+    sentinel: RedisSentinel, prefix: str, command: tuple[str, ...]
+) -> None:
     master = sentinel.current_master().port
     before = counted(sentinel)
-    ran = webtier_cli("--url", opted_in(sentinel), "--prefix", prefix, "ranking", "top")
+    ran = webtier_cli("--url", opted_in(sentinel), "--prefix", prefix, *command)
     assert ran.code == 0, ran.stderr
-    served = grown(before, counted(sentinel), "zrevrange")
-    assert served
-    assert master not in served
+    assert_read_on_replicas_only(sentinel, master, before)
+
+
+def assert_read_on_replicas_only(
+    deployment: RedisSentinel, master: int, before: dict[int, dict[str, int]]
+) -> None:
+    """Since ``before``, the master ran none of the client's commands, and a replica some."""
+    after = counted(deployment)
+
+    def sent_to(port: int) -> set[str]:
+        return {
+            n for n in after[port] if n not in _NOT_THE_CLIS and grown(before, after, n).get(port)
+        }
+
+    assert sent_to(master) == set()
+    assert set().union(*(sent_to(port) for port in after if port != master))
+
+
+async def test_the_dashboards_api_reads_a_replica(sentinel: RedisSentinel, prefix: str) -> None:
+    master = sentinel.current_master().port
+    config = webtier.Config(prefix=prefix)
+    async with webtier.open_async(opted_in(sentinel), config=config) as atier:
+        before = counted(sentinel)
+        app = httpx.ASGITransport(app=dashboard(atier))
+        async with httpx.AsyncClient(transport=app, base_url="http://localhost") as client:
+            for path in ("/api/counters", "/api/stats", "/api/health"):
+                answer = await client.get(path)
+                assert answer.status_code == 200, answer.text
+    assert_read_on_replicas_only(sentinel, master, before)
+
+
+async def test_a_dashboard_endpoint_that_does_not_tolerate_lag_reads_the_master(
+    sentinel: RedisSentinel, prefix: str
+) -> None:
+    """The actions' endpoints (a purge reads what it then deletes)."""
+
+    async def handler(atier: webtier.AsyncWebTier, request: Any) -> Any:
+        return await atier.transport.run(lengths(f"{prefix}:k", 2))
+
+    before = counted(sentinel)
+    async with webtier.open_async(opted_in(sentinel)) as atier:
+        answer = await api.endpoint(handler, atier, lag_tolerated=False)(None)  # type: ignore[arg-type]
+    assert answer.status_code == 200
+    assert grown(before, counted(sentinel), "strlen") == {sentinel.current_master().port: 2}
 
 
 @pytest.mark.slow  # kills the replicas, then waits until they are back

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from typing import Any
 
 from starlette.requests import Request
@@ -78,13 +79,19 @@ def _summary(summary: Summary) -> dict[str, Any]:
     }
 
 
-def endpoint(handler: Callable[[WebTier, Request], Awaitable[Any]], tier: WebTier) -> Endpoint:
-    """``handler``'s result as JSON, its failures as the statuses above."""
+def endpoint(
+    handler: Callable[[WebTier, Request], Awaitable[Any]],
+    tier: WebTier,
+    *,
+    lag_tolerated: bool = True,
+) -> Endpoint:
+    """``handler``'s result as JSON, its failures as the statuses above.
+    ``lag_tolerated``: its reads may be a replica's (:func:`webtier.replica_reads`),
+    as a chart's may; not an action's, which reads what it then changes."""
 
     async def answer(request: Request) -> JSONResponse:
         try:
-            # Every endpoint reads, and a figure a second old is fine.
-            with time_limit(TIME_LIMIT), replica_reads():
+            with time_limit(TIME_LIMIT), replica_reads() if lag_tolerated else nullcontext():
                 body = await handler(tier, request)
         except NotFound as missing:
             return JSONResponse({"error": str(missing)}, status_code=404)
