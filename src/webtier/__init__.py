@@ -9,6 +9,7 @@ exception and :mod:`webtier.types` every value the calls return.
 
 from webtier._core.deadline import time_limit
 from webtier._core.mux import MuxClient
+from webtier._core.replicas import replica_reads
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import (
     Config,
@@ -88,6 +89,7 @@ __all__ = [
     "MuxClient",
     "disconnect",
     "time_limit",
+    "replica_reads",
     "EmbeddedRedis",
     # -- settings
     "Config",

@@ -13,7 +13,9 @@ URL forms (the cluster form is webtier's own; the others are redis-py's):
   — the master of a Sentinel deployment, found through its sentinels and
   followed through failovers; the sentinels' own credentials, if any, in
   the query (``sentinel_password=``, ``sentinel_username=``);
-  ``rediss+sentinel://`` over TLS (see :mod:`webtier._core.sentinel`)
+  ``rediss+sentinel://`` over TLS (see :mod:`webtier._core.sentinel`);
+  ``?replica_reads=yes`` sends the reads that tolerate lag to a replica
+  (see :func:`webtier.replica_reads`)
 
 Query parameters are redis-py's (``socket_timeout=2.5``,
 ``client_name=shop``...). Unless the URL sets them, clients get timeouts
@@ -61,11 +63,13 @@ from webtier._core.mux.settings import settings_from
 from webtier._core.not_redis import greet
 from webtier._core.redis_errors import as_webtier_error
 from webtier._core.sentinel import (
+    REPLICA_READS,
     SentinelTarget,
     close_sentinels,
     connect_sentinel,
     connect_sentinel_async,
     parse_sentinel,
+    replica_pool,
     split_hosts,
 )
 from webtier._core.tls_check import AsyncTlsChecked, TlsChecked
@@ -118,10 +122,12 @@ def parse(url: str, **options: Any) -> Target:
     kind, base = _SCHEMES[scheme.lower()]
     query = parse_qs(urlsplit(url).query)
     merged = {k: v for k, v in DEFAULTS.items() if k not in query} | options
-    if kind == "server":
-        return Target(False, url, (), merged)
     if kind == "sentinel":
         return Target(False, url, (), merged, parse_sentinel(url, base))
+    if REPLICA_READS in query:
+        raise ConfigError(f"{REPLICA_READS} is for Sentinel URLs (redis+sentinel://), got {url!r}")
+    if kind == "server":
+        return Target(False, url, (), merged)
     parts, userinfo, seeds = split_hosts(url, base, "cluster seeds")
     if parts.path not in ("", "/"):
         raise ConfigError("Redis Cluster has only database 0; drop the path from the URL")
@@ -140,7 +146,9 @@ def connect(url: str, **options: Any) -> redis.Redis | redis.cluster.RedisCluste
     target = parse(url, **options)
     if target.sentinel is not None:
         client = connect_sentinel(target.sentinel, target.options)
-        _bound(client.connection_pool)
+        for pool in (client.connection_pool, replica_pool(client.connection_pool)):
+            if pool is not None:
+                _bound(pool)
         return client
     if not target.cluster:
         client = redis.Redis.from_url(target.url, **target.options)

@@ -34,9 +34,11 @@ from redis.connection import parse_url
 from redis.retry import Retry
 from redis.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool
 
+from webtier._core.replicas import opted_in
 from webtier.errors import ConfigError
 
 _SENTINEL_OWN = ("sentinel_username", "sentinel_password")
+REPLICA_READS = "replica_reads"  # webtier's own: see webtier._core.replicas
 # What the connections to the sentinels take from the master's options.
 _SHARED_PREFIXES = ("socket_connect_timeout", "socket_timeout", "ssl_")
 
@@ -50,6 +52,7 @@ class SentinelTarget:
     server_url: str  # a redis:// URL for the master, its host still unknown
     username: str | None  # the sentinels' credentials
     password: str | None
+    replica_reads: bool = False  # the reads that tolerate lag go to a replica
 
 
 def split_hosts(
@@ -81,7 +84,8 @@ def parse_sentinel(url: str, base: str) -> SentinelTarget:
     service, db = path[0], path[1] if len(path) == 2 else "0"
     query = parse_qsl(parts.query, keep_blank_values=True)
     own = {k: v for k, v in query if k in _SENTINEL_OWN}
-    rest = urlencode([(k, v) for k, v in query if k not in _SENTINEL_OWN])
+    replicas = [opted_in(v, url) for k, v in query if k == REPLICA_READS]
+    rest = urlencode([(k, v) for k, v in query if k not in (*_SENTINEL_OWN, REPLICA_READS)])
     auth = f"{userinfo}@" if userinfo else ""
     # The master's address comes from the sentinels; the first one's stands in.
     first = f"{quote(sentinels[0][0])}:{sentinels[0][1]}"
@@ -92,6 +96,7 @@ def parse_sentinel(url: str, base: str) -> SentinelTarget:
         server_url,
         own.get("sentinel_username") or None,
         own.get("sentinel_password"),
+        replicas[-1] if replicas else False,
     )
 
 
@@ -124,9 +129,30 @@ def connect_sentinel(target: SentinelTarget, options: dict[str, Any]) -> redis.R
     asked["retry"] = Retry(NoBackoff(), 0)
     sentinel = _Sentinels(list(target.sentinels), sentinel_kwargs=asked)  # type: ignore[no-untyped-call]
     client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
-        target.service, redis_class=redis.Redis, ssl=tls, **kwargs
+        target.service,
+        redis_class=redis.Redis,
+        connection_pool_class=_MasterPool,
+        ssl=tls,
+        **kwargs,
     )
+    if target.replica_reads:
+        replicas = sentinel.slave_for(  # type: ignore[no-untyped-call]
+            target.service, redis_class=redis.Redis, ssl=tls, **kwargs
+        )
+        cast(_MasterPool, client.connection_pool).replicas = replicas.connection_pool
     return client
+
+
+class _MasterPool(SentinelConnectionPool):
+    """The master's pool, holding the replicas' when the URL asked for replica reads."""
+
+    replicas: SentinelConnectionPool | None = None
+
+
+def replica_pool(pool: Any) -> SentinelConnectionPool | None:
+    """The pool of the replicas beside a master's pool :func:`connect_sentinel`
+    made, if its URL asked for replica reads (``?replica_reads=yes``)."""
+    return pool.replicas if isinstance(pool, _MasterPool) else None
 
 
 def connect_sentinel_async(target: SentinelTarget, options: dict[str, Any]) -> redis.asyncio.Redis:
@@ -226,6 +252,10 @@ async def afollow_master(pool: Any) -> None:
 
 
 def close_sentinels(pool: Any) -> None:
-    """Close the connections to the sentinels of a client :func:`connect_sentinel` made."""
+    """Close the connections to the sentinels, and to the replicas, of a
+    client :func:`connect_sentinel` made."""
     if isinstance(pool, SentinelConnectionPool):
+        replicas = replica_pool(pool)
+        if replicas is not None:
+            replicas.disconnect()
         pool.sentinel_manager.close()

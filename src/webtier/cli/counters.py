@@ -27,7 +27,7 @@ def counters() -> None:
 @pass_options
 def counters_list(options: SharedOptions, prefix: str | None, as_json: bool) -> None:
     """Names of the counters with data, optionally only those starting with PREFIX."""
-    with options.tier() as tier:
+    with options.tier(lag_tolerated=True) as tier:
         names = list(tier.counters.names(prefix))
     if as_json:
         print_json({"prefix": prefix, "counters": names})
@@ -48,7 +48,7 @@ def counters_list(options: SharedOptions, prefix: str | None, as_json: bool) -> 
 def counters_show(options: SharedOptions, name: str, precision: int, as_json: bool) -> None:
     """Samples of counter NAME at one precision, oldest first (exit status 1
     if there is no counter NAME)."""
-    with options.tier() as tier:
+    with options.tier(lag_tolerated=True) as tier:
         samples = list(tier.counters.get(name, precision))
         known = bool(samples) or name in tier.counters.names(name)
     if as_json:

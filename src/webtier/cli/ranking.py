@@ -19,7 +19,7 @@ def ranking() -> None:
 @pass_options
 def ranking_top(options: SharedOptions, count: int, as_json: bool) -> None:
     """The most viewed items with their (rescaled) view counts, most viewed first."""
-    with options.tier() as tier:
+    with options.tier(lag_tolerated=True) as tier:
         ranked = tier.ranking.top(count)
     if as_json:
         print_json(
@@ -47,7 +47,7 @@ def ranking_top(options: SharedOptions, count: int, as_json: bool) -> None:
 def ranking_rank(options: SharedOptions, item: str, as_json: bool) -> None:
     """ITEM's place in the ranking (0 = most viewed); exit status 1 if it is
     not ranked."""
-    with options.tier() as tier:
+    with options.tier(lag_tolerated=True) as tier:
         place = tier.ranking.rank(item)
     if as_json:
         print_json({"item": item, "place": place})

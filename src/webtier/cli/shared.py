@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from webtier._core.replicas import replica_reads
 from webtier.cli.deployment import following_deployment
 from webtier.config import Config, RowSettings, SessionSettings, StatsSettings
 from webtier.connect import open as open_tier
@@ -36,9 +37,11 @@ class SharedOptions:
     sessions: SessionSettings = field(default_factory=SessionSettings)
 
     @contextlib.contextmanager
-    def tier(self, *, with_rows: bool = False) -> Iterator[WebTier]:
+    def tier(self, *, with_rows: bool = False, lag_tolerated: bool = False) -> Iterator[WebTier]:
         """A tier on the Redis of the options; ``with_rows``: with the shop's
-        row sources configured (what the worker refreshes). A webtier error
+        row sources configured (what the worker refreshes); ``lag_tolerated``:
+        for a command that only reads, whose reads a replica may serve if
+        the URL allows it (:func:`webtier.replica_reads`). A webtier error
         inside the block ends the command with its one-line message (the
         group shows it: webtier.cli.failures)."""
         sources = self.row_sources() if with_rows else ()
@@ -48,7 +51,10 @@ class SharedOptions:
             stats=self.stats,
             sessions=self.sessions,
         )
-        with open_tier(self.url, config=config, data_dir=self.data_dir) as tier:
+        with contextlib.ExitStack() as stack:
+            if lag_tolerated:
+                stack.enter_context(replica_reads())
+            tier = stack.enter_context(open_tier(self.url, config=config, data_dir=self.data_dir))
             yield following_deployment(tier)  # refuses settings the deployment's contradict
 
     # -- row cache ----------------------------------------------------------------------

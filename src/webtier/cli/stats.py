@@ -89,7 +89,7 @@ def stats_show(
 ) -> None:
     """Count, mean, spread, extremes and percentiles of one CONTEXT (exit
     status 1 if nothing was recorded for it in those periods)."""
-    with options.tier() as tier:
+    with options.tier(lag_tolerated=True) as tier:
         if each:
             summaries = tier.stats.series(context, stat_type, periods)
         else:
@@ -124,7 +124,7 @@ def stats_show(
 @pass_options
 def stats_slowest(options: SharedOptions, count: int, periods: int, by: str, as_json: bool) -> None:
     """The slowest contexts by access time, slowest first."""
-    with options.tier() as tier:
+    with options.tier(lag_tolerated=True) as tier:
         ranked = tier.stats.slowest(count, periods=periods, by=by)
     if as_json:
         print_json(

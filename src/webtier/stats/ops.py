@@ -131,7 +131,8 @@ def _server_period(
     guess = period_start(settings, cfg.clock.wall())
     requests = build(guess)
     first = requests[0]
-    probe = Request(first.route, (*first.commands, ("TIME",)), idempotent=True)
+    # TIME reads: the probe writes only if the requests it joins do.
+    probe = Request(first.route, (*first.commands, ("TIME",)), idempotent=True, writes=first.writes)
     replies = list((yield (probe, *requests[1:])))
     server = period_start(settings, int(replies[0][-1][0]))
     if server == guess:

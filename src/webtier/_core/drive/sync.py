@@ -39,7 +39,8 @@ from webtier._core.drive.shared import (
 )
 from webtier._core.protocol import Call, Command, Op, Reply, Step
 from webtier._core.redispy import checkin, checkout, pack, reply_reader
-from webtier._core.sentinel import follow_master
+from webtier._core.replicas import lag_tolerated
+from webtier._core.sentinel import follow_master, replica_pool
 from webtier._core.wire import NOT_DONE, exchange, flat, planned, settled
 from webtier.config import RetryPolicy
 from webtier.errors import ConfigError
@@ -85,6 +86,7 @@ class SyncTransport:
         elif isinstance(client, redis.Redis):
             self._cluster = None
             self._pool = pool_of(client)
+            self._replicas = replica_pool(self._pool)
         else:
             raise ConfigError(f"expected a sync redis-py client, got {type(client).__name__}")
         self.client = client
@@ -125,6 +127,11 @@ class SyncTransport:
             commands = planned(step)
             if not commands:
                 return []
+            if self._replicas is not None and lag_tolerated(step):
+                # Not answered cleanly there: the master, as if not tried.
+                done = settled(step, _pipeline(self._replicas, flat(commands), budget), commands)
+                if done is not NOT_DONE:
+                    return done
             first = _pipeline(self._pool, flat(commands), budget)
             done = settled(step, first, commands)
             if done is not NOT_DONE:

@@ -15,7 +15,7 @@ from redis import exceptions as rx
 from webtier._core.mux.dial import open_link, pack
 from webtier._core.mux.link import Link, outcome_of
 from webtier._core.mux.node import Node, drop
-from webtier._core.mux.sentinel import MasterFinder, MasterNode
+from webtier._core.mux.sentinel import MasterFinder, MasterNode, ReplicaNode
 from webtier._core.mux.settings import Settings
 from webtier._core.mux.slots import SlotMap
 from webtier._core.protocol import Arg, Command, Reply
@@ -58,8 +58,12 @@ class MuxClient:
         self.cluster = bool(seeds)
         self._seeds = seeds
         self.server: Node | None = None
+        # A replica, for the reads that tolerate lag, if the URL asked.
+        self.replica: Node | None = None
         if finder is not None:  # Sentinel: the master is wherever the sentinels say
             self.server = MasterNode(settings, finder)
+            if finder.replica_reads:
+                self.replica = ReplicaNode(settings, finder)
         elif not self.cluster:
             self.server = Node(settings)
         self._nodes: dict[str, Node] = {}
@@ -231,7 +235,7 @@ class MuxClient:
         server had closed them."""
         if self._loading is not None and not self._loading.done():
             self._loading.cancel()
-        for node in [self.server, *self._nodes.values()]:
+        for node in [self.server, self.replica, *self._nodes.values()]:
             if node is not None:
                 node.close()
         if self._waiting is not None:

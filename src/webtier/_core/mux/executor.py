@@ -29,6 +29,7 @@ from webtier._core.mux.link import Link, outcome_of
 from webtier._core.mux.node import Node
 from webtier._core.mux.sentinel import MasterNode
 from webtier._core.protocol import Command, Request, Step
+from webtier._core.replicas import lag_tolerated
 from webtier._core.wire import NOT_DONE, flat, planned, settled
 from webtier.config import RetryPolicy
 
@@ -43,6 +44,7 @@ class MuxTransport(AsyncDriver):
         self.policy = policy
         self.one_node = not client.cluster
         self._server = client.server
+        self._replica = client.replica
 
     async def exchange(self, step: Step, budget: Budget | None = None) -> Any:
         first = None
@@ -52,6 +54,12 @@ class MuxTransport(AsyncDriver):
             commands = planned(step)
             if not commands:
                 return []
+            if self._replica is not None and lag_tolerated(step):
+                # Not answered cleanly there: the master, as if not tried.
+                got = await _send(self._replica, flat(commands), budget)
+                done = settled(step, outcome_of(got), commands)
+                if done is not NOT_DONE:
+                    return done
             got = await _send(server, flat(commands), budget)
             if type(got) is list and type(step) is Request:  # the hot path's common case
                 for reply in got:

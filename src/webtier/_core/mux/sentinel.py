@@ -56,6 +56,7 @@ class MasterFinder:
     def __init__(self, target: SentinelTarget, settings: Settings) -> None:
         self.service = target.service
         self.sentinels = list(target.sentinels)
+        self.replica_reads = target.replica_reads
         # The sentinels' connections: the master's settings (timeouts, TLS),
         # the sentinels' own credentials, database 0.
         self._settings = dataclasses.replace(
@@ -73,6 +74,28 @@ class MasterFinder:
     async def master(self, loop: asyncio.AbstractEventLoop) -> tuple[str, int]:
         """The master's address, as the first sentinel that knows it says.
         Raises ``ConnectionError`` naming every sentinel's failure."""
+        reply = await self._ask(loop, "master", "get-master-addr-by-name")
+        return reply[0].decode(), int(reply[1])
+
+    async def replicas(self, loop: asyncio.AbstractEventLoop) -> list[tuple[str, int]]:
+        """The addresses of the master's replicas the first sentinel that
+        knows the service deems up (maybe none), as redis-py's Sentinel has
+        them: not down. ("disconnected", the sentinel's own link to one
+        being down, marks a restarted replica for a while after it is up.)
+        Raises ``ConnectionError`` naming every sentinel's failure."""
+        reply = await self._ask(loop, "replicas", "replicas")
+        found = []
+        for fields in reply:
+            state = dict(zip(fields[::2], fields[1::2], strict=True))
+            flags = state.get(b"flags", b"").split(b",")
+            if not {b"s_down", b"o_down"} & set(flags):
+                found.append((state[b"ip"].decode(), int(state[b"port"])))
+        return found
+
+    async def _ask(self, loop: asyncio.AbstractEventLoop, what: str, subcommand: str) -> Any:
+        """The reply of the first sentinel that answers ``SENTINEL
+        <subcommand> <service>`` (an empty one only for the replicas)."""
+        command = ("SENTINEL", subcommand, self.service)
         failures = []
         for index, address in enumerate(list(self.sentinels)):
             node = self._nodes.get(address)
@@ -81,7 +104,6 @@ class MasterFinder:
             try:
                 async with asyncio.timeout(self._settings.connect_timeout):
                     link = await node.link(loop)
-                    command = ("SENTINEL", "get-master-addr-by-name", self.service)
                     outcome = outcome_of(await link.send(pack([command]), 1).future)
             except _ASK_FAILURES as error:
                 failures.append(f"{node.name}: {error or 'no answer'}")
@@ -90,14 +112,14 @@ class MasterFinder:
             if isinstance(reply, BaseException):
                 failures.append(f"{node.name}: {reply}")
                 continue
-            if not reply:
+            if not reply and what == "master":
                 failures.append(f"{node.name}: no master named {self.service!r}")
                 continue
             # The one that answered is asked first next time.
             self.sentinels.insert(0, self.sentinels.pop(index))
-            return reply[0].decode(), int(reply[1])
+            return reply
         raise rx.ConnectionError(
-            f"no sentinel gave the master of {self.service!r}: {'; '.join(failures)}"
+            f"no sentinel gave the {what} of {self.service!r}: {'; '.join(failures)}"
         )
 
     def close(self) -> None:
@@ -267,6 +289,33 @@ class MasterNode(Node):
                 task.cancel()
             elif task.get_loop().is_running():
                 task.get_loop().call_soon_threadsafe(task.cancel)
+
+
+class ReplicaNode(Node):
+    """The connections to one of the master's replicas, for the reads that
+    tolerate lag (:mod:`webtier._core.replicas`). A new connection asks the
+    sentinels which replicas are up and takes the first that accepts it;
+    none does: ``ConnectionError``, and the read goes to the master."""
+
+    def __init__(self, settings: Settings, finder: MasterFinder) -> None:
+        super().__init__(settings)
+        self.finder = finder
+        self.name = f"a replica of {finder.service!r}"
+
+    async def _dial(self, index: int, loop: asyncio.AbstractEventLoop) -> Link:
+        old = self.links[index]
+        if old is not None and old.usable(loop):
+            return old
+        failures = []
+        for address in await self.finder.replicas(loop):
+            self.settings = self.settings.at(*address)
+            try:
+                return await super()._dial(index, loop)
+            except Exception as error:  # whatever it is, the master serves the read
+                failures.append(f"{self.settings.name}: {error}")
+        raise rx.ConnectionError(
+            f"no replica of {self.finder.service!r} answered: {'; '.join(failures) or 'none up'}"
+        )
 
 
 def _retire(link: Link, loop: asyncio.AbstractEventLoop) -> None:

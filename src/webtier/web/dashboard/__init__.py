@@ -107,7 +107,11 @@ def dashboard(
         middleware.insert(0, Middleware(HostCheck, allowed=allowed_hosts))
     if allow_actions:
         routes.append(
-            Route("/api/actions/purge", api.endpoint(actions.purge(rules), tier), methods=["POST"])
+            Route(
+                "/api/actions/purge",
+                api.endpoint(actions.purge(rules), tier, lag_tolerated=False),
+                methods=["POST"],
+            )
         )
         with extra_needed("dashboard", "the dashboard's actions"):
             from webtier.web.dashboard.csrf import DashboardCsrf

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from typing import Any
 
 from starlette.requests import Request
@@ -18,6 +19,7 @@ from starlette.responses import JSONResponse
 
 from webtier import overview
 from webtier._core.deadline import time_limit
+from webtier._core.replicas import replica_reads
 from webtier.aio import WebTier
 from webtier.config import ACCESS_TIME
 from webtier.errors import InvalidInput, WebtierError
@@ -77,12 +79,19 @@ def _summary(summary: Summary) -> dict[str, Any]:
     }
 
 
-def endpoint(handler: Callable[[WebTier, Request], Awaitable[Any]], tier: WebTier) -> Endpoint:
-    """``handler``'s result as JSON, its failures as the statuses above."""
+def endpoint(
+    handler: Callable[[WebTier, Request], Awaitable[Any]],
+    tier: WebTier,
+    *,
+    lag_tolerated: bool = True,
+) -> Endpoint:
+    """``handler``'s result as JSON, its failures as the statuses above.
+    ``lag_tolerated``: its reads may be a replica's (:func:`webtier.replica_reads`),
+    as a chart's may; not an action's, which reads what it then changes."""
 
     async def answer(request: Request) -> JSONResponse:
         try:
-            with time_limit(TIME_LIMIT):
+            with time_limit(TIME_LIMIT), replica_reads() if lag_tolerated else nullcontext():
                 body = await handler(tier, request)
         except NotFound as missing:
             return JSONResponse({"error": str(missing)}, status_code=404)
