@@ -16,14 +16,14 @@ ASGI app::
 
 Why one layer: a stack of middlewares copies the scope and wraps ``send``
 once per layer, and each layer reads the request again; here the request's
-headers are read once, one ``send`` wrapper adds the session's headers and
-the fixed ``headers``, and the page cache answers a hit (one Redis round
+headers are read once, one ``send`` wrapper adds the session's headers,
+and the page cache answers a hit (one Redis round
 trip) before the session, the app or the router runs. Access time, hits and
 views are counted in process and flushed in batches: a cached page costs
 its one round trip and nothing more.
 
 The order is the one the separate middlewares had when stacked, outermost
-first: fixed headers, access time, hits and views, the session, the page
+first: access time, hits and views, the session, the page
 cache, the app. So the page cache stores what the app rendered, never a
 session's cookie, and every response, a cached one too, goes out with the
 session's headers. ``sessions.ASGIMiddleware``, ``pagecache.ASGIMiddleware``
@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from webtier._core.extras import extra_needed
@@ -71,8 +71,7 @@ class ASGIMiddleware:
     session's touch) counts one view of its item in the ranking;
     ``timing``: access time (True, or :class:`TimingOptions`); ``hits``: a
     counter name prefix, each response counting one in ``<hits><route
-    template>`` and ``<hits>all``; ``headers``: response headers added when
-    the response lacks them (security headers). ``route``: the template of
+    template>`` and ``<hits>all``. ``route``: the template of
     a request's route, for timing and hits (default: Starlette's, matched
     again when the page cache answered and the router never ran)."""
 
@@ -87,7 +86,6 @@ class ASGIMiddleware:
         item_views: bool = False,
         timing: TimingOptions | bool = False,
         hits: str | None = None,
-        headers: Sequence[tuple[str, str]] = (),
         route: Callable[[Scope], str | None] | None = None,
     ) -> None:
         self.app, self.tier = app, tier
@@ -105,7 +103,6 @@ class ASGIMiddleware:
             self.timer = AccessTimer(tier, self.route, options)
         self.hits = hits
         self.unmatched = options.unmatched if options is not None else UNMATCHED
-        self.headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
         self._counts: AsyncRecorder | None = None  # hits, and the page cache's outcomes
         self._counts_loop: asyncio.AbstractEventLoop | None = None
 
@@ -116,7 +113,7 @@ class ASGIMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        exchange = Exchange(self, scope, send)
+        exchange = Exchange(self.sessions, scope, send)
         try:
             if self.pages is None:
                 await self.render(scope, receive, exchange.send, exchange)
@@ -204,29 +201,24 @@ class Exchange:
     """One request's response as it goes out: the single ``send`` wrapper
     of the layer, and what is counted of it afterwards."""
 
-    __slots__ = ("ended", "item", "layer", "raw_send", "scope", "session", "started", "status")
+    __slots__ = ("ended", "item", "raw_send", "session", "started", "status")
 
-    def __init__(self, layer: ASGIMiddleware, scope: Scope, send: Send) -> None:
-        self.layer, self.scope, self.raw_send = layer, scope, send
+    def __init__(self, sessions: Sessions | None, scope: Scope, send: Send) -> None:
+        self.raw_send = send
         self.status = 500  # if the app raises before answering
         self.ended: float | None = None
         self.started = False
         self.item: str | None = None  # an item page's item, when its view counts
-        sessions = layer.sessions
         self.session = None if sessions is None else sessions.begin(scope)
 
     async def send(self, message: Message) -> None:
         kind = message["type"]
         if kind == "http.response.start":
             self.status = message["status"]
-            headers = list(message.get("headers", ()))
-            layer = self.layer
             if self.session is not None:
+                headers = list(message.get("headers", ()))
                 await self.session.finish(headers)
-            if layer.headers:
-                present = {name.lower() for name, _ in headers}
-                headers += [(k, v) for k, v in layer.headers if k not in present]
-            message = {**message, "headers": headers}
+                message = {**message, "headers": headers}
             self.started = True
         await self.raw_send(message)
         if kind == "http.response.body" and not message.get("more_body", False):
