@@ -137,19 +137,29 @@ class RedisSentinel:
             if len(masters) != 1 or None in masters:
                 return False
             master = self.current_master()
+            epochs = set()
             for sentinel in self.sentinels:
                 with contextlib.closing(self.sentinel_client(sentinel, socket_timeout=2)) as client:
                     state = client.sentinel_master(self.service)
                     replicas = client.sentinel_slaves(self.service)
                 up = [r for r in replicas if not (r["is_sdown"] or r["is_odown"])]
+                epochs.add(state["config-epoch"])
+                # The leader of a failover names the promoted replica as the
+                # master while it still reconfigures the other replicas; until
+                # it ends, it knows no other master and votes in no failover
+                # of the new one (with one sentinel of three down, none could
+                # be elected: the next failover never came).
                 if (
                     not state["is_master"]
+                    or "failover_in_progress" in str(state["flags"])
                     or state["is_sdown"]
                     or state["is_odown"]
                     or len(up) != len(self.servers) - 1
                     or state["num-other-sentinels"] != len(self.sentinels) - 1
                 ):
                     return False
+            if len(epochs) != 1:
+                return False
             for server in self.servers:
                 if server is master:
                     continue
