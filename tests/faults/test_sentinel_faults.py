@@ -16,6 +16,7 @@ one says in one line that no sentinel answered.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import time
@@ -103,6 +104,14 @@ def loaders(api: str, url: str, config: Config, writes: Writes) -> tuple[Load, l
 
     async def teardown() -> None:
         await made["client"].aclose()
+        if api == "redis-py-async":
+            # redis-py's asyncio pools hold the connections in use weakly
+            # (redis-py#2999): one whose task was cancelled mid-call (a time
+            # limit running out during the failover) is lost to its pool,
+            # which cannot close it, and warns when collected. Collected
+            # here, in this test and while its loop runs, so the warning is
+            # this test's (ignored: REDIS_PY_LOST) and never a later test's.
+            gc.collect()
 
     return Load(
         [
@@ -134,7 +143,15 @@ def until_promoted(deployment: RedisSentinel, victim: RedisServer) -> float:
     raise AssertionError("no replica was promoted within 60 s")
 
 
-@pytest.mark.parametrize("api", ["sync", "async", "redis-py-async"])
+# What redis-py's asyncio pools lose under cancellation (see loaders): its
+# connections warn as they are collected. webtier's own transport is held
+# to no such warning.
+REDIS_PY_LOST = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+@pytest.mark.parametrize(
+    "api", ["sync", "async", pytest.param("redis-py-async", marks=REDIS_PY_LOST)]
+)
 @pytest.mark.parametrize("sentinels_down", [0, 1], ids=["three-sentinels", "one-sentinel-down"])
 def test_the_master_killed_under_writes(
     deployment: RedisSentinel, api: str, sentinels_down: int, figures: Figures
