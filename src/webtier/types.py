@@ -256,6 +256,9 @@ class Rendered:
     body: bytes
     ttl: float | None
     sent: bool = False
+    # Where its holes are in ``body`` (offset, name), the markers taken out:
+    # the parts each answer fills for its visitor (webtier.pagecache.holes).
+    holes: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +272,7 @@ class Page:
     etag: str
     stored: float  # epoch seconds
     fresh_until: float  # epoch seconds
+    holes: tuple[tuple[int, str], ...] = ()  # (offset in the plain body, name): filled per visitor
 
     def plain_body(self) -> bytes:
         return zlib.decompress(self.body, 31) if self.gzipped else self.body

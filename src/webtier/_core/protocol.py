@@ -115,6 +115,73 @@ def write(route: str, *commands: Command | ScriptCall, idempotent: bool) -> Requ
     return Request(route, commands, idempotent)
 
 
+U = TypeVar("U")
+
+
+def together(first: Op[T], second: Op[U]) -> Op[tuple[T, U]]:
+    """Two operations as one: their first steps go out in one round trip
+    (per node: one pipeline), then the rest of ``first``, then the rest of
+    ``second``. A first step that is not plain requests (a ``Chain``, a
+    ``Gather``, a ``Call``) is taken on its own, in that order.
+
+    A failure of the joint step is raised, and neither operation goes on:
+    the caller sees one operation that failed."""
+    step_a, result_a, done_a = _first_step(first)
+    step_b, result_b, done_b = _first_step(second)
+    if not done_a and not done_b and _plain(step_a) and _plain(step_b):
+        asked_a, asked_b = _requests_of(step_a), _requests_of(step_b)
+        try:
+            replies = yield (*asked_a, *asked_b)
+        except BaseException:
+            first.close()
+            second.close()
+            raise
+        split = len(asked_a)
+        reply_a = replies[0] if type(step_a) is Request else list(replies[:split])
+        reply_b = replies[split] if type(step_b) is Request else list(replies[split:])
+        result_a = yield from _resumed(first, reply_a)
+        result_b = yield from _resumed(second, reply_b)
+    else:
+        if not done_a:
+            result_a = yield from _resumed(first, None, step_a)
+        if not done_b:
+            result_b = yield from _resumed(second, None, step_b)
+    return result_a, result_b
+
+
+def _first_step(op: Op[T]) -> tuple[Any, Any, bool]:
+    """(its first step, None, False), or (None, its result, True) if it needs no I/O."""
+    try:
+        return next(op), None, False
+    except StopIteration as stop:
+        return None, stop.value, True
+
+
+def _plain(step: Any) -> bool:
+    return type(step) is Request or (type(step) is tuple and bool(step))
+
+
+def _requests_of(step: Any) -> tuple[Request, ...]:
+    return (step,) if type(step) is Request else step
+
+
+def _resumed(op: Op[T], answer: Any, pending: Any = None) -> Op[T]:
+    """Drives ``op``, already started, to its end: ``answer`` is what its
+    step was answered with, or ``pending`` the step still to be answered."""
+    error: BaseException | None = None
+    while True:
+        if pending is None:
+            try:
+                pending = op.throw(error) if error is not None else op.send(answer)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+        try:
+            answer, error = (yield pending), None
+        except BaseException as raised:  # a failure of its step: its own to handle
+            answer, error = None, raised
+        pending = None
+
+
 def all_applied(operation: str, parts: Sequence[tuple[str, Any]]) -> list[Any]:
     """The replies of a :class:`Gather`'s requests, each named as a part of
     ``operation``, when every one succeeded. Otherwise raises what happened:

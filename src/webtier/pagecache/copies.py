@@ -24,9 +24,12 @@ def make_page(cfg: Config, rendered: Rendered, ttl: float, now: float) -> Page:
     body = rendered.body
     headers = stored_headers(rendered.headers)
     etag = next((v for k, v in headers if k.lower() == "etag"), None)
-    if etag is None:
-        # Weak: the same tag names the plain and the gzip representation.
-        etag = 'W/"' + zlib.crc32(body).to_bytes(4, "big").hex() + f'{len(body):x}"'
+    if rendered.holes:
+        # Each answer's tag is its filled body's (webtier.web.pagecache.policy).
+        headers = tuple((k, v) for k, v in headers if k.lower() != "etag")
+        etag = ""
+    elif etag is None:
+        etag = weak_etag(body)
         headers = (*headers, ("etag", etag))
     gzipped = False
     encoded = any(k.lower() == "content-encoding" for k, _ in headers)
@@ -35,7 +38,12 @@ def make_page(cfg: Config, rendered: Rendered, ttl: float, now: float) -> Page:
         packed = packer.compress(body) + packer.flush()
         if len(packed) <= len(body) * 0.9:
             body, gzipped = packed, True
-    return Page(rendered.status, headers, body, gzipped, etag, now, now + ttl)
+    return Page(rendered.status, headers, body, gzipped, etag, now, now + ttl, rendered.holes)
+
+
+def weak_etag(body: bytes) -> str:
+    """A tag of ``body``: weak, as it names the plain and the gzip representation."""
+    return 'W/"' + zlib.crc32(body).to_bytes(4, "big").hex() + f'{len(body):x}"'
 
 
 def stored_headers(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
@@ -51,6 +59,7 @@ def encode(page: Page) -> bytes:
             "e": page.etag,
             "t": page.stored,
             "f": page.fresh_until,
+            **({"o": page.holes} if page.holes else {}),
         },
         separators=(",", ":"),
     ).encode()
@@ -66,4 +75,5 @@ def decode(copy: bytes) -> Page | None:
     meta = json.loads(copy[start : start + length])
     headers = tuple((str(k), str(v)) for k, v in meta["h"])
     body = copy[start + length :]
-    return Page(meta["s"], headers, body, meta["z"], meta["e"], meta["t"], meta["f"])
+    holes = tuple((int(offset), str(name)) for offset, name in meta.get("o", ()))
+    return Page(meta["s"], headers, body, meta["z"], meta["e"], meta["t"], meta["f"], holes)

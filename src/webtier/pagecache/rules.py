@@ -62,7 +62,11 @@ class CacheRoute:
     another's). ``private=True``
     says the page is the same for signed-in users, so requests carrying a
     session cookie or ``Authorization`` may be answered from the cache too.
-    ``ttl`` overrides the default freshness (seconds).
+    ``ttl`` overrides the default freshness (seconds). ``holes=True`` says
+    the page is the same for every visitor but its holes
+    (:mod:`webtier.pagecache.holes`): requests carrying a session cookie
+    are answered from the cache too, each visitor's holes filled from their
+    session, read in the page's round trip.
 
     ``ignored_headers`` and ``ignored_cookies`` (default: the settings')
     name the headers and cookies trusted not to change this route's page. A
@@ -73,6 +77,7 @@ class CacheRoute:
     vary: tuple[str, ...] = ()
     ttl: float | None = None
     private: bool = False
+    holes: bool = False
     item_pages: bool = False
     item_in_path: bool = False
     cookies: tuple[str, ...] = ()
@@ -89,7 +94,7 @@ class CacheRoute:
             isinstance(self.ttl, int | float) and not isinstance(self.ttl, bool) and self.ttl > 0
         ):
             raise ConfigError(f"a route's ttl must be > 0 seconds (got {self.ttl!r})")
-        for flag in ("private", "item_pages", "item_in_path"):
+        for flag in ("private", "holes", "item_pages", "item_in_path"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"{flag} must be True or False")
         if self.item_in_path and not (
@@ -141,6 +146,7 @@ class Plan:
     # ("query utm_source", "header x-forwarded-host", "cookie theme"...): a
     # render of it must not be stored. Empty for most requests.
     unkeyed: tuple[str, ...] = ()
+    holes: bool = False  # its route's pages have holes, filled per visitor
 
     @property
     def storable(self) -> bool:
@@ -182,7 +188,7 @@ class PageRules:
         if not clear or (route.item_pages and item is None):
             return None
         headers = request.headers
-        if not route.private and is_private(settings, headers):
+        if not (route.private or route.holes) and is_private(settings, headers):
             return None
         if settings.honor_no_cache and wants_fresh(headers):
             return None  # a render of its own, straight from the app
@@ -204,6 +210,7 @@ class PageRules:
             vary,
             self.admission if route.item_pages else None,
             unkeyed_inputs(settings, route, vary, request, params),
+            route.holes,
         )
 
     def item_of(self, cfg: Config, request: PageRequest) -> str | None:
@@ -305,8 +312,8 @@ def unkeyed_inputs(
         for name, _ in cookie_pairs(cookie):
             if name in route.cookies or matches(harmless, name):
                 continue
-            if route.private and name in settings.private_cookies:
-                continue
+            if (route.private or route.holes) and name in settings.private_cookies:
+                continue  # the same page for every session (holes: but its holes)
             found.append(f"cookie {name}")
     control = request.headers.get("cache-control")
     if control is not None and "no-store" in cache_directives(control):

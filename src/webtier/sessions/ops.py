@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from json.encoder import encode_basestring
@@ -148,6 +149,48 @@ def load_at(cfg: Config, where: Place, refresh_after: float) -> Op[dict[str, byt
     if int(reply[0]) != 1 or not fields:
         return None
     return fields_of(fields)
+
+
+def visit(
+    cfg: Config,
+    token: str,
+    refresh_after: float,
+    item: str | None = None,
+    views: ViewCounting | None = None,
+) -> Op[dict[str, bytes] | None]:
+    """The session's whole hash for a page answered from the page cache,
+    whose first round trip can go with the page's own (the asyncio layer
+    joins them, :func:`webtier._core.protocol.together`); ``None`` when
+    there is no live session. With ``item``, the page is that item's and
+    the view is counted first, as :func:`touch` counts it (the session's
+    recently viewed, and the ranking in the same round trip on a single
+    server), so the hash read after it holds the view. Without, it is
+    :func:`load`.
+
+    On Cluster the ranking is in another slot: its count is a second round
+    trip, and a failure of that count alone is dropped (the page was
+    answered, the session touched), never retried."""
+    where = place(cfg, token)
+    if item is None:
+        return (yield from load_at(cfg, where, refresh_after))
+    check_name("item", item)
+    inline = views is not None and views.inline
+    touched = touch_request(cfg, where, "live", None, item, count_view=inline)
+    upkeep = views.upkeep(item) if inline and views is not None else ()
+    # One pipeline: the hash is read after the touch wrote the view.
+    replies = yield (touched, read(where.route, ("HGETALL", where.key)), *upkeep)
+    status = int(replies[0][0][0])
+    if status != 1:  # no such session, or (-1) another user's: nothing written
+        return None
+    if not inline:
+        counted = (
+            views.requests(item) if views is not None else ranking.ops.view_requests(cfg, item)
+        )
+        if counted:
+            # Lost alone, the view is not worth failing the answered page for.
+            with contextlib.suppress(WebtierError):
+                yield counted
+    return fields_of(replies[1][0])
 
 
 def touch(

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from webtier._core.extras import extra_needed
 from webtier.errors import RedisUnavailable, WebtierError
+from webtier.pagecache.holes import ANONYMOUS
 from webtier.web.timing.core import UNMATCHED, TimingOptions
 
 with extra_needed("web", "the ASGI middleware"):
@@ -56,7 +57,9 @@ if TYPE_CHECKING:
     from webtier.aio import WebTier as AsyncWebTier
     from webtier.counters import AsyncRecorder
     from webtier.pagecache import PageRules
+    from webtier.pagecache.holes import Holes
     from webtier.web.sessions.options import SessionOptions
+    from webtier.web.sessions.state import SessionState
 
 log = logging.getLogger("webtier.web")
 
@@ -66,9 +69,15 @@ class ASGIMiddleware:
 
     ``sessions``: the session middleware's options (``scope_session=True``
     also fills Starlette's ``request.session``); ``pages``: the page cache's
-    rules; ``item_views``: a 200 or 304 answer to an item page the page cache
-    planned (a visitor without a session: those have theirs counted by the
-    session's touch) counts one view of its item in the ranking;
+    rules; ``holes``: the holes of the pages of routes with ``holes=True``
+    and their fills (:mod:`webtier.pagecache.holes`): those pages are
+    answered from the cache to visitors with a session too, their holes
+    filled from the session read in the page's round trip;
+    ``item_views``: a 200 or 304 answer to an item page the page cache
+    planned counts one view of its item in the ranking (a visitor with a
+    session on a route with holes: in their session's recently viewed
+    too, in the page's round trip; on other routes their session's touch
+    counts it);
     ``timing``: access time (True, or :class:`TimingOptions`); ``hits``: a
     counter name prefix, each response counting one in ``<hits><route
     template>`` and ``<hits>all``. ``route``: the template of
@@ -83,6 +92,7 @@ class ASGIMiddleware:
         sessions: SessionOptions | None = None,
         scope_session: bool = False,
         pages: PageRules | None = None,
+        holes: Holes | None = None,
         item_views: bool = False,
         timing: TimingOptions | bool = False,
         hits: str | None = None,
@@ -94,6 +104,9 @@ class ASGIMiddleware:
         if sessions is not None:
             self.sessions = Sessions(tier, sessions, scope_session)
         self.pages: PageCache | None = None if pages is None else PageCache(tier, pages)
+        if holes is not None and (self.pages is None or self.sessions is None):
+            raise ValueError("holes need pages (the routes with holes) and sessions (their fills)")
+        self.holes = holes
         if item_views and self.pages is None:
             raise ValueError("item_views needs pages: the page cache's rules name item pages")
         self.item_views = item_views
@@ -201,7 +214,7 @@ class Exchange:
     """One request's response as it goes out: the single ``send`` wrapper
     of the layer, and what is counted of it afterwards."""
 
-    __slots__ = ("ended", "item", "raw_send", "session", "started", "status")
+    __slots__ = ("ended", "item", "raw_send", "session", "started", "status", "visit")
 
     def __init__(self, sessions: Sessions | None, scope: Scope, send: Send) -> None:
         self.raw_send = send
@@ -209,7 +222,13 @@ class Exchange:
         self.ended: float | None = None
         self.started = False
         self.item: str | None = None  # an item page's item, when its view counts
+        self.visit = ANONYMOUS  # what its page's holes are filled with
         self.session = None if sessions is None else sessions.begin(scope)
+
+    @property
+    def visitor(self) -> SessionState | None:
+        """The request's session as the page cache reads it."""
+        return None if self.session is None else self.session.state
 
     async def send(self, message: Message) -> None:
         kind = message["type"]

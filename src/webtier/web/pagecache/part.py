@@ -4,17 +4,21 @@ what the cache reads of a scope, the render it stores, and the answer."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from webtier import pagecache
+from webtier import pagecache, sessions
 from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
-from webtier._core.protocol import Call
+from webtier._core.protocol import Call, together
 from webtier.aio import WebTier as AsyncWebTier
+from webtier.config import Config
 from webtier.counters import AsyncRecorder
 from webtier.errors import WebtierError
 from webtier.pagecache import PageRequest, PageRules, Plan
+from webtier.pagecache.holes import ANONYMOUS, Holes, Visit, filled
 from webtier.pagecache.request import is_private
+from webtier.sessions.users import cart_of
 from webtier.types import Rendered, Served
 from webtier.web.pagecache import policy
 
@@ -22,10 +26,32 @@ with extra_needed("web", "the ASGI page cache"):
     from starlette.types import Message, Receive, Scope, Send
 
 
+class Visitor(Protocol):
+    """What the page cache needs of a request's session: its token (None
+    without a live-looking cookie), how it counts views and when a read
+    touches it, and whether the app read it."""
+
+    @property
+    def token(self) -> str | None: ...
+
+    @property
+    def loaded(self) -> bool: ...
+
+    @property
+    def refresh_after(self) -> float: ...
+
+    @property
+    def views(self) -> Any: ...
+
+
 class Exchange(Protocol):
     """What the page cache needs of one request in the layer."""
 
     item: str | None  # the item page's item, when its view counts
+    visit: Visit  # what the holes of its page are filled with
+
+    @property
+    def visitor(self) -> Visitor | None: ...
 
     async def send(self, message: Message) -> None: ...
 
@@ -35,6 +61,7 @@ class Layer(Protocol):
     (:class:`webtier.web.asgi.ASGIMiddleware`)."""
 
     item_views: bool
+    holes: Holes | None
 
     def counts(self) -> AsyncRecorder: ...
 
@@ -79,6 +106,8 @@ class _Render:
         self.layer, self.scope, self.receive, self.exchange = layer, scope, receive, exchange
         self.plan, self.settings = plan, settings
         self.result: Rendered | None = None
+        # A page with holes is kept whole, to be filled before it goes out.
+        self.holes = layer.holes if plan.holes else None
 
     async def __call__(self) -> Rendered:
         status = 500
@@ -97,7 +126,7 @@ class _Render:
                     for k, v in message.get("headers", ())
                 )
                 ttl = policy.store_ttl(self.settings, self.plan, status, headers)
-                if ttl is None:
+                if ttl is None and self.holes is None:
                     through = True
                     raw = [*message.get("headers", ()), (b"x-cache", b"MISS")]
                     await send({**message, "headers": raw})
@@ -109,7 +138,16 @@ class _Render:
                 ttl = None
 
         await self.layer.render(self.scope, self.receive, capture, self.exchange)
-        self.result = Rendered(status, headers, b"".join(chunks), ttl, sent=through)
+        body = b"".join(chunks)
+        places: tuple[tuple[int, str], ...] = ()
+        if self.holes is not None:
+            body, places = self.holes.split(body)
+            visitor = self.exchange.visitor
+            if visitor is not None and visitor.loaded:
+                # The app read the session: its page may hold the visitor's
+                # data outside the holes. Answered, never stored.
+                ttl = None
+        self.result = Rendered(status, headers, body, ttl, sent=through, holes=places)
         return self.result
 
 
@@ -143,9 +181,21 @@ class PageCache:
         render = _Render(layer, scope, receive, exchange, plan, self.policy.settings)
         run = self.tier.transport.run
         limit = self.policy.settings.time_limit
+        visitor = exchange.visitor if plan.holes and layer.holes is not None else None
         try:
             with time_limit(limit):
-                copy, admission = await run(pagecache.ops.lookup(self.tier.config, plan))
+                lookup = pagecache.ops.lookup(self.tier.config, plan)
+                if visitor is None or visitor.token is None:
+                    copy, admission = await run(lookup)
+                else:
+                    # The page and the visitor's session in one round trip;
+                    # an item page's view counted for the session first.
+                    item = plan.item if layer.item_views else None
+                    read = sessions.ops.visit(
+                        self.tier.config, visitor.token, visitor.refresh_after, item, visitor.views
+                    )
+                    (copy, admission), fields = await run(together(lookup, read))
+                    exchange.visit = visit_of(self.tier.config, fields)
         except WebtierError as error:
             self.policy.outage.failed(error)
             uncached = Served("MISS", rendered=await render())
@@ -206,21 +256,50 @@ class PageCache:
             counts = layer.counts()
             for name in names:
                 counts.incr(name)
-        await _answer(served, request, exchange.send, hot)
+        await _answer(served, request, exchange, layer.holes, hot)
+
+
+def visit_of(cfg: Config, fields: Mapping[str, bytes] | None) -> Visit:
+    """What a page's holes know of the visitor whose session's hash is
+    ``fields`` (None: no live session)."""
+    if fields is None:
+        return ANONYMOUS
+    user = fields.get("u")
+    return Visit(
+        user.decode() if user else None,
+        sessions.ops.data_of(fields),
+        cart_of(fields),
+        tuple(sessions.ops.viewed_of(cfg, fields)),
+    )
 
 
 async def _answer(
-    served: Served, request: PageRequest, send: Send, hot: policy.Prepared | None
+    served: Served,
+    request: PageRequest,
+    exchange: Exchange,
+    holes: Holes | None,
+    hot: policy.Prepared | None,
 ) -> None:
+    visit = exchange.visit
     if hot is not None:
-        status, headers, body = hot.response(request.headers, served.outcome)
+        status, headers, body = hot.response(
+            request.headers, served.outcome, visit=visit, fill=holes
+        )
     elif served.page is not None:
-        status, headers, body = policy.page_response(served.page, request.headers, served.outcome)
+        status, headers, body = policy.page_response(
+            served.page, request.headers, served.outcome, visit=visit, fill=holes
+        )
     else:
-        assert served.rendered is not None
-        if served.rendered.sent:
+        rendered = served.rendered
+        assert rendered is not None
+        if rendered.sent:
             return
-        status, headers, body = policy.rendered_response(served.rendered)
+        status, headers, body = policy.rendered_response(rendered)
+        if rendered.holes:
+            fills = holes.fills_for(rendered.holes, visit) if holes is not None else []
+            body = filled(body, rendered.holes, fills or [b""] * len(rendered.holes))
+            headers = [(k, v) for k, v in headers if k.lower() not in ("content-length", "etag")]
+            headers.append(("content-length", str(len(body))))
     raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
+    await exchange.send({"type": "http.response.start", "status": status, "headers": raw})
+    await exchange.send({"type": "http.response.body", "body": body})

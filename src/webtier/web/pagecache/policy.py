@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from webtier._core.throttle import OutageLog, Throttle
 from webtier.config import Config, PageCacheSettings
 from webtier.errors import ConfigError
-from webtier.pagecache import PageRequest, PageRules, Plan
-from webtier.pagecache.copies import decode, stored_headers
+from webtier.pagecache import PageRequest, PageRules, Plan, holes
+from webtier.pagecache.copies import decode, stored_headers, weak_etag
 from webtier.pagecache.request import cache_directives
 from webtier.types import CacheStatus, Page, Rendered
 
@@ -88,18 +88,33 @@ def _etag_matches(etag: str, if_none_match: str) -> bool:
 
 
 def page_response(
-    page: Page, request_headers: Mapping[str, str], outcome: CacheStatus, now: float | None = None
+    page: Page,
+    request_headers: Mapping[str, str],
+    outcome: CacheStatus,
+    now: float | None = None,
+    visit: holes.Visit = holes.ANONYMOUS,
+    fill: holes.Holes | None = None,
 ) -> tuple[int, list[tuple[str, str]], bytes]:
     """Status, headers and body answering a request from ``page``."""
-    return Prepared(page).response(request_headers, outcome, now)
+    return Prepared(page).response(request_headers, outcome, now, visit, fill)
+
+
+_NOT_MODIFIED_HEADERS = frozenset(
+    {"etag", "cache-control", "vary", "expires", "last-modified", "x-cache", "age"}
+)
+
+
+def _not_modified(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in headers if k in _NOT_MODIFIED_HEADERS]
 
 
 class Prepared:
     """What answers every request from one page: its headers as sent (but
-    ``X-Cache`` and ``Age``), its plain body once unpacked. Kept by
+    ``X-Cache`` and ``Age``), its plain body once unpacked (and, for a page
+    with holes, its parts between holes once compressed). Kept by
     :class:`HotPages` while the page is served, so a hit does that work once."""
 
-    __slots__ = ("_plain", "headers", "page")
+    __slots__ = ("_packed", "_plain", "headers", "page")
 
     def __init__(self, page: Page) -> None:
         self.page = page
@@ -111,6 +126,7 @@ class Prepared:
             headers.append(("vary", ", ".join(vary)))
         self.headers = headers
         self._plain: bytes | None = None
+        self._packed: list[bytes] | None = None
 
     def plain_body(self) -> bytes:
         if self._plain is None:
@@ -118,22 +134,57 @@ class Prepared:
         return self._plain
 
     def response(
-        self, request_headers: Mapping[str, str], outcome: CacheStatus, now: float | None = None
+        self,
+        request_headers: Mapping[str, str],
+        outcome: CacheStatus,
+        now: float | None = None,
+        visit: holes.Visit = holes.ANONYMOUS,
+        fill: holes.Holes | None = None,
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        """Status, headers and body answering a request from the page."""
+        """Status, headers and body answering a request from the page; a
+        page with holes has them filled for ``visit`` by ``fill``."""
         page = self.page
         now = time.time() if now is None else now
         age = str(max(0, int(now - page.stored)))
         headers = [*self.headers, ("x-cache", outcome), ("age", age)]
+        if page.holes:
+            return self._filled(request_headers, headers, visit, fill)
         if_none_match = request_headers.get("if-none-match")
         if if_none_match is not None and _etag_matches(page.etag, if_none_match):
-            kept = {"etag", "cache-control", "vary", "expires", "last-modified", "x-cache", "age"}
-            return 304, [(k, v) for k, v in headers if k in kept], b""
+            return 304, _not_modified(headers), b""
         if page.gzipped and accepts_gzip(request_headers):
             body = page.body
             headers.append(("content-encoding", "gzip"))
         else:
             body = self.plain_body()
+        headers.append(("content-length", str(len(body))))
+        return page.status, headers, body
+
+    def _filled(
+        self,
+        request_headers: Mapping[str, str],
+        headers: list[tuple[str, str]],
+        visit: holes.Visit,
+        fill: holes.Holes | None,
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """The answer of a page with holes: its tag is the filled page's,
+        so a visitor's browser revalidates what that visitor saw."""
+        page, plain = self.page, self.plain_body()
+        places = page.holes
+        # Without the app's holes (a page stored with holes, served by a
+        # layer given none) each hole stays empty.
+        fills = fill.fills_for(places, visit) if fill is not None else [b""] * len(places)
+        body = holes.filled(plain, places, fills)
+        etag = weak_etag(body)
+        headers.append(("etag", etag))
+        if_none_match = request_headers.get("if-none-match")
+        if if_none_match is not None and _etag_matches(etag, if_none_match):
+            return 304, _not_modified(headers), b""
+        if page.gzipped and accepts_gzip(request_headers):
+            if self._packed is None:
+                self._packed = [holes.deflated(part) for part in holes.segments(plain, places)]
+            body = holes.gzip_filled(self._packed, fills, body)
+            headers.append(("content-encoding", "gzip"))
         headers.append(("content-length", str(len(body))))
         return page.status, headers, body
 
