@@ -265,3 +265,31 @@ async def test_gzip_of_a_filled_page_is_one_valid_member(shop: Shop) -> None:
     assert response.headers["content-encoding"] == "gzip"
     assert int(response.headers["content-length"]) == len(packed)
     assert gzip.decompress(packed).decode() == plain.text
+
+
+async def test_a_page_the_cache_may_not_answer_is_filled_all_the_same(
+    shop: Shop, atier: webtier.AsyncWebTier
+) -> None:
+    # A reload asking for a fresh page: rendered, never stored, and filled;
+    # the visitor's view counted as on a cached answer.
+    ann = await shop.login("ann")
+    for _ in range(2):
+        answer = await shop.get("/item/2", ann, **{"cache-control": "no-cache"})
+        assert answer.headers["x-cache"] == "MISS"
+        assert "Hello, ann · cart 2" in answer.text
+        assert "webtier-hole" not in answer.text
+    assert shop.renders == 2
+    assert await atier.sessions.recently_viewed(ann.split(".")[0]) == ["2"]
+    anonymous = await shop.get("/item/2", **{"cache-control": "no-cache"})
+    assert "Log in" in anonymous.text
+
+
+async def test_a_visitor_whose_session_ended_is_filled_as_anonymous(
+    shop: Shop, atier: webtier.AsyncWebTier
+) -> None:
+    ann = await shop.login("ann")
+    await shop.get("/item/1")
+    assert await atier.sessions.revoke_all("ann") == 1
+    answer = await shop.get("/item/1", ann)
+    assert answer.headers["x-cache"] == "HIT"
+    assert '<a href="/login">Log in</a> · cart 0' in answer.text

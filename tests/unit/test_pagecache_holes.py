@@ -52,6 +52,18 @@ def test_a_render_splits_into_a_body_without_markers_and_the_places_of_its_holes
     assert filled(plain, places, HOLES.fills_for(places, ANONYMOUS)) == b"<p>guest</p><i>0guest</i>"
 
 
+def test_a_hole_may_take_an_argument_of_the_page() -> None:
+    holes = Holes({"count": lambda visit, item: visit.cart.get(item, 0)})
+    body = f"{holes.mark('count', 7)}/{holes.mark('count', 'x-1')}/{holes.mark('count', 7)}"
+    plain, places = holes.split(body.encode())
+    assert places == ((0, "count 7"), (1, "count x-1"), (2, "count 7"))
+    fills = holes.fills_for(places, Visit(cart={"7": 3}))
+    assert filled(plain, places, fills) == b"3/0/3"
+    for bad in ("two words", "-->", "", "x" * 65):
+        with pytest.raises(ConfigError):
+            holes.mark("count", bad)
+
+
 def test_a_page_without_markers_has_no_holes() -> None:
     assert HOLES.split(b"<p>plain</p>") == (b"<p>plain</p>", ())
 

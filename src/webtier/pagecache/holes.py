@@ -29,8 +29,11 @@ from typing import Any
 from webtier.errors import ConfigError
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+_ARGUMENT = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
-Places = tuple[tuple[int, str], ...]  # (offset in the page's body, hole name), in order
+# (offset in the page's body, hole), in order; a hole is its name, or its
+# name, a space and the argument its marker gave ("in_cart 42").
+Places = tuple[tuple[int, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +72,12 @@ class Holes:
 
     ``mark(name)`` is what a template writes where the hole goes: in
     Jinja2, ``env.globals["hole"] = holes.mark``; in a Django template, a
-    simple tag returning it; in plain HTML, the string it returns."""
+    simple tag returning it; in plain HTML, the string it returns.
+    ``mark(name, argument)`` passes the fill a word of the page's own (an
+    item id: ``fill(visit, "42")``), so one function fills the hole for
+    every item."""
 
-    def __init__(self, fills: Mapping[str, Callable[[Visit], object]]) -> None:
+    def __init__(self, fills: Mapping[str, Callable[..., object]]) -> None:
         if not isinstance(fills, Mapping) or not fills:
             raise ConfigError("Holes needs a mapping of hole names to their fill functions")
         for name, fill in fills.items():
@@ -85,15 +91,22 @@ class Holes:
         # Known to this process only: a page's text cannot forge a marker,
         # so no visitor's data is ever put where the page's content said.
         self._secret = secrets.token_hex(16)
+        names = "|".join(map(re.escape, self.fills))
         self._marker = re.compile(
-            rf"<!--webtier-hole {self._secret} ({'|'.join(map(re.escape, self.fills))})-->".encode()
+            rf"<!--webtier-hole {self._secret} ((?:{names})(?: {_ARGUMENT.pattern})?)-->".encode()
         )
 
-    def mark(self, name: str) -> Mark:
-        """The marker of hole ``name`` for a template."""
+    def mark(self, name: str, argument: object = None) -> Mark:
+        """The marker of hole ``name`` (with ``argument``, a word: letters,
+        digits, ``_.:-``) for a template."""
         if name not in self.fills:
             raise ConfigError(f"no hole is named {name!r} (known: {', '.join(self.fills)})")
-        return Mark(f"<!--webtier-hole {self._secret} {name}-->")
+        if argument is None:
+            return Mark(f"<!--webtier-hole {self._secret} {name}-->")
+        word = str(argument)
+        if not _ARGUMENT.fullmatch(word):
+            raise ConfigError(f"a hole's argument is a word of letters, digits, '_.:-' ({word!r})")
+        return Mark(f"<!--webtier-hole {self._secret} {name} {word}-->")
 
     def split(self, body: bytes) -> tuple[bytes, Places]:
         """``body`` without its markers, and the places of its holes."""
@@ -115,11 +128,16 @@ class Holes:
         not know (a page stored by another version of the app) stays empty."""
         made: dict[str, bytes] = {}
         out = []
-        for _, name in places:
-            if name not in made:
-                fill = self.fills.get(name)
-                made[name] = b"" if fill is None else _html(fill(visit)).encode()
-            out.append(made[name])
+        for _, hole in places:
+            if hole not in made:
+                name, _, argument = hole.partition(" ")
+                fill: Callable[..., object] | None = self.fills.get(name)
+                if fill is None:
+                    made[hole] = b""
+                else:
+                    value = fill(visit, argument) if argument else fill(visit)
+                    made[hole] = _html(value).encode()
+            out.append(made[hole])
         return out
 
 

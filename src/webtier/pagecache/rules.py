@@ -213,6 +213,12 @@ class PageRules:
             route.holes,
         )
 
+    def holes_at(self, path: str) -> bool:
+        """Whether the route of ``path`` has pages with holes: every answer
+        of it is filled, whether or not the cache may answer it."""
+        route = next((r for r in self.routes if r.matches(path)), None)
+        return route is not None and route.holes
+
     def item_of(self, cfg: Config, request: PageRequest) -> str | None:
         """The item whose page ``request`` asks for on an item route,
         whether or not the cache may answer it (any method, any cookie),

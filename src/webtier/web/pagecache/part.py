@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from webtier import pagecache, sessions
 from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
-from webtier._core.protocol import Call, together
+from webtier._core.protocol import Call, Op, together
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import Config
 from webtier.counters import AsyncRecorder
@@ -100,14 +100,15 @@ class _Render:
         scope: Scope,
         receive: Receive,
         exchange: Exchange,
-        plan: Plan,
+        plan: Plan | None,
         settings: Any,
+        holes: Holes | None,
     ) -> None:
         self.layer, self.scope, self.receive, self.exchange = layer, scope, receive, exchange
         self.plan, self.settings = plan, settings
         self.result: Rendered | None = None
         # A page with holes is kept whole, to be filled before it goes out.
-        self.holes = layer.holes if plan.holes else None
+        self.holes = holes
 
     async def __call__(self) -> Rendered:
         status = 500
@@ -125,7 +126,9 @@ class _Render:
                     (k.decode("latin-1"), v.decode("latin-1"))
                     for k, v in message.get("headers", ())
                 )
-                ttl = policy.store_ttl(self.settings, self.plan, status, headers)
+                ttl = None
+                if self.plan is not None:
+                    ttl = policy.store_ttl(self.settings, self.plan, status, headers)
                 if ttl is None and self.holes is None:
                     through = True
                     raw = [*message.get("headers", ()), (b"x-cache", b"MISS")]
@@ -176,24 +179,24 @@ class PageCache:
             else:
                 exchange.item = self.policy.item_of(request)
         if plan is None:
-            await layer.render(scope, receive, exchange.send, exchange)
+            if layer.holes is not None and self.policy.holes_at(request):
+                await self._serve_uncached(layer, scope, receive, exchange, request)
+            else:
+                await layer.render(scope, receive, exchange.send, exchange)
             return
-        render = _Render(layer, scope, receive, exchange, plan, self.policy.settings)
+        holes = layer.holes if plan.holes else None
+        render = _Render(layer, scope, receive, exchange, plan, self.policy.settings, holes)
         run = self.tier.transport.run
         limit = self.policy.settings.time_limit
-        visitor = exchange.visitor if plan.holes and layer.holes is not None else None
+        item = plan.item if layer.item_views else None
+        read = None if holes is None else self._visit(exchange, item)
         try:
             with time_limit(limit):
                 lookup = pagecache.ops.lookup(self.tier.config, plan)
-                if visitor is None or visitor.token is None:
+                if read is None:
                     copy, admission = await run(lookup)
                 else:
-                    # The page and the visitor's session in one round trip;
-                    # an item page's view counted for the session first.
-                    item = plan.item if layer.item_views else None
-                    read = sessions.ops.visit(
-                        self.tier.config, visitor.token, visitor.refresh_after, item, visitor.views
-                    )
+                    # The page and the visitor's session in one round trip.
                     (copy, admission), fields = await run(together(lookup, read))
                     exchange.visit = visit_of(self.tier.config, fields)
         except WebtierError as error:
@@ -240,6 +243,33 @@ class PageCache:
                 del self._inflight[plan.digest]
             future.set_result(served)
         await self._done(layer, served, request, exchange, render)
+
+    def _visit(self, exchange: Exchange, item: str | None) -> Op[Any] | None:
+        """The read of the visitor's session for the holes of their page,
+        an item page's view counted for it first; None without a session."""
+        visitor = exchange.visitor
+        if visitor is None or visitor.token is None:
+            return None
+        return sessions.ops.visit(
+            self.tier.config, visitor.token, visitor.refresh_after, item, visitor.views
+        )
+
+    async def _serve_uncached(
+        self, layer: Layer, scope: Scope, receive: Receive, exchange: Exchange, request: PageRequest
+    ) -> None:
+        """A page with holes the cache may not answer (a reload asking for a
+        fresh page, a dynamic one): rendered, and filled all the same."""
+        item = self.policy.item_of(request) if layer.item_views else None
+        read = self._visit(exchange, item)
+        if read is not None:
+            try:
+                with time_limit(self.policy.settings.time_limit):
+                    fields = await self.tier.transport.run(read)
+                exchange.visit = visit_of(self.tier.config, fields)
+            except WebtierError as error:  # filled as for a visitor without a session
+                self.policy.outage.failed(error)
+        render = _Render(layer, scope, receive, exchange, None, self.policy.settings, layer.holes)
+        await _answer(Served("MISS", rendered=await render()), request, exchange, layer.holes, None)
 
     async def _done(
         self,

@@ -242,6 +242,9 @@ class Policy:
             self.unkeyed.report(plan, request)
         return plan
 
+    def holes_at(self, request: PageRequest) -> bool:
+        return self.rules.holes_at(request.path)
+
     def item_of(self, request: PageRequest) -> str | None:
         """The item of an item route's page, cacheable or not."""
         return self.rules.item_of(self.config, request)
