@@ -275,7 +275,7 @@ async def test_a_page_the_cache_may_not_answer_is_filled_all_the_same(
     ann = await shop.login("ann")
     for _ in range(2):
         answer = await shop.get("/item/2", ann, **{"cache-control": "no-cache"})
-        assert answer.headers["x-cache"] == "MISS"
+        assert "x-cache" not in answer.headers  # left to the app
         assert "Hello, ann · cart 2" in answer.text
         assert "webtier-hole" not in answer.text
     assert shop.renders == 2

@@ -1,6 +1,7 @@
 """The shop in a real browser: Debian's Chromium, headless, driven by
 Playwright (no browser download), through browse -> add to cart -> login
-(cart merged, old cookie dead) -> checkout -> the item page shows the new
+(cart merged, old cookie dead) -> the item page from the page cache with the
+visitor's own name, cart and recently viewed -> checkout -> the item page shows the new
 stock -> logout.
 
 Each step's page is kept as a screenshot in ``artifacts/screenshots/shop/``
@@ -92,6 +93,23 @@ def test_a_visitor_buys_in_a_real_browser(shop: str) -> None:
         assert steps.cookie() != anonymous
         with httpx.Client(base_url=shop, cookies={"webtier_session": anonymous}) as replay:
             assert "Your cart is empty" in replay.get("/cart").text  # the old cookie is dead
+
+        # The item page from the page cache, the same copy for everyone, with
+        # this visitor's name, cart and recently viewed filled in.
+        wait_for(
+            lambda: page.goto(f"{shop}/item/17").headers.get("x-cache") == "HIT",
+            "the item page from the page cache",
+        )
+        steps.shot("item-cached")
+        assert page.locator("nav a[href='/account']").inner_text() == "heidi"
+        assert page.locator("nav .badge").inner_text() == "2"
+        assert page.locator("form.buy input[name=count]").input_value() == "2"
+        assert "item 17" in page.locator("main p.muted").last.inner_text()
+        with httpx.Client(base_url=shop) as stranger:
+            theirs = stranger.get("/item/17")
+            assert theirs.headers["x-cache"] == "HIT"
+            assert "heidi" not in theirs.text
+            assert "badge" not in theirs.text
 
         steps.shot("cart-after-login", page.goto(f"{shop}/cart"))
         assert page.locator("input[name=count][value='2']").count() == 1

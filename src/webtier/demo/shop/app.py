@@ -60,7 +60,13 @@ PAGE_RULES = PageRules(
         # The book's item rule on the shop's item paths: ``/item/42`` is the
         # page of item 42, as ``?item=42`` is in the book (its key lies with
         # the item's, so checkout drops every page of an item at once).
-        CacheRoute("/item/*", item_pages=True, item_in_path=True, ignored_cookies=HARMLESS_COOKIES),
+        CacheRoute(
+            "/item/*",
+            item_pages=True,
+            item_in_path=True,
+            holes=True,
+            ignored_cookies=HARMLESS_COOKIES,
+        ),
         # Further than the book: every visit starts at the home page, which
         # is the same for every visitor without a session (the most viewed
         # items; nothing recently viewed).
@@ -124,7 +130,8 @@ def create_app(
             ASGIMiddleware,
             tier=tier,
             pages=PAGE_RULES,
-            item_views=True,  # the handler counts the views of visitors with a session
+            holes=shop.holes,  # the visitor's parts of the item pages
+            item_views=True,
             sessions=session_options,
             timing=True,
             hits=HITS,

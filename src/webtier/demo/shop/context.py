@@ -24,6 +24,7 @@ from starlette.templating import Jinja2Templates
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.demo.shop.settings import FLASH_SALE_ITEMS, SESSION_COOKIE, ShopSettings
 from webtier.errors import DatabaseUnavailable
+from webtier.pagecache.holes import Holes, Visit
 from webtier.rows.ops import first_line
 from webtier.rows.sql import SqlSource
 from webtier.web.sessions import AsyncSession
@@ -67,6 +68,29 @@ def templates() -> Jinja2Templates:
     return Jinja2Templates(env=environment)
 
 
+def shop_holes(pages: Jinja2Templates) -> Holes:
+    """The visitor's parts of the item pages, which the page cache keeps
+    for every visitor: filled from the session by the same macros that
+    write them in other pages (templates/_visitor.html). Sets the
+    templates' ``hole`` to their markers."""
+    parts = pages.env.get_template("_visitor.html").module
+
+    def in_cart(visit: Visit, item: str) -> int:
+        return visit.cart.get(item, 0)
+
+    holes = Holes(
+        {
+            "greeting": lambda visit: parts.greeting(visit.user, CSRF_PLACEHOLDER),  # type: ignore[attr-defined]
+            "cart_badge": lambda visit: parts.cart_badge(visit.cart_units),  # type: ignore[attr-defined]
+            "quantity": lambda visit, item: parts.quantity(in_cart(visit, item)),  # type: ignore[attr-defined]
+            "buy_label": lambda visit, item: parts.buy_label(in_cart(visit, item)),  # type: ignore[attr-defined]
+            "viewed": lambda visit: parts.viewed(visit.viewed),  # type: ignore[attr-defined]
+        }
+    )
+    pages.env.globals["hole"] = holes.mark
+    return holes
+
+
 def render(
     pages: Jinja2Templates,
     request: Request,
@@ -77,7 +101,8 @@ def render(
     **data: Any,
 ) -> HTMLResponse:
     """A page of the shop's templates for ``visitor``, from plain data: what
-    every stack that serves these pages (the benchmark's too) renders."""
+    every stack that serves these pages (the benchmark's too) renders.
+    ``holes=True`` writes the visitor's parts as holes (see shop_holes)."""
     context = {
         "user": visitor.user,
         "cart_units": visitor.cart_units,
@@ -90,9 +115,16 @@ def render(
 
 
 def render_item(
-    pages: Jinja2Templates, request: Request, visitor: Visitor, item_id: int, row: Row
+    pages: Jinja2Templates,
+    request: Request,
+    visitor: Visitor,
+    item_id: int,
+    row: Row,
+    *,
+    holes: bool = False,
 ) -> HTMLResponse:
-    """The item page of ``row`` for ``visitor``, in every stack alike."""
+    """The item page of ``row`` for ``visitor``, in every stack alike; with
+    ``holes``, the same for every visitor, their parts left as holes."""
     return render(
         pages,
         request,
@@ -101,6 +133,7 @@ def render_item(
         item=row,
         in_cart=visitor.cart.get(item_id, 0),
         flash_sale=item_id in FLASH_SALE_ITEMS,
+        holes=holes,
     )
 
 
@@ -112,6 +145,7 @@ class Shop:
     ) -> None:
         self.tier, self.engine, self.inventory, self.settings = tier, engine, inventory, settings
         self.templates = templates()
+        self.holes = shop_holes(self.templates)
         self.limiter = anyio.CapacityLimiter(settings.sql_threads)
 
     async def sql(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -47,11 +47,11 @@ async def home(request: Request) -> Response:
 
 
 async def item(request: Request) -> Response:
-    """An item's price and stock from the row cache. A visitor with a session
-    has the view counted by the session's touch (recently viewed and the
-    ranking in one round trip); an anonymous visitor's page is the same for
-    all of them, which the page cache keeps (its view is counted outside:
-    webtier's ASGI layer, item_views=True)."""
+    """An item's price and stock from the row cache: the same page for every
+    visitor, their name, cart and recently viewed left as holes, which the
+    page cache keeps and webtier's ASGI layer fills from each visitor's
+    session. The layer counts the view too (item_views=True): in the
+    session's recently viewed and the ranking, in the page's round trip."""
     shop = shop_of(request)
     item_id = shop.item_id(request.path_params["item_id"])
     row = None if item_id is None else await shop.item(item_id)
@@ -59,11 +59,7 @@ async def item(request: Request) -> Response:
         return await shop.problem(
             request, 404, "No such item", "There is no item with this number in the shop."
         )
-    visitor = Visitor()
-    if SESSION_COOKIE in request.cookies:
-        await session_of(request).record_view(str(item_id))
-        visitor = await shop.visitor(request)
-    return render_item(shop.templates, request, visitor, item_id, row)
+    return render_item(shop.templates, request, Visitor(), item_id, row, holes=True)
 
 
 async def flash_sale(request: Request) -> Response:

@@ -269,7 +269,10 @@ class PageCache:
             except WebtierError as error:  # filled as for a visitor without a session
                 self.policy.outage.failed(error)
         render = _Render(layer, scope, receive, exchange, None, self.policy.settings, layer.holes)
-        await _answer(Served("MISS", rendered=await render()), request, exchange, layer.holes, None)
+        rendered = await render()
+        if not rendered.sent:  # left to the app, as a page the cache never plans: no X-Cache
+            status, headers, body = _filled(rendered, list(rendered.headers), layer.holes, exchange)
+            await _send(exchange, status, headers, body)
 
     async def _done(
         self,
@@ -324,12 +327,28 @@ async def _answer(
         assert rendered is not None
         if rendered.sent:
             return
-        status, headers, body = policy.rendered_response(rendered)
-        if rendered.holes:
-            fills = holes.fills_for(rendered.holes, visit) if holes is not None else []
-            body = filled(body, rendered.holes, fills or [b""] * len(rendered.holes))
-            headers = [(k, v) for k, v in headers if k.lower() not in ("content-length", "etag")]
-            headers.append(("content-length", str(len(body))))
+        status, headers, body = _filled(
+            rendered, policy.rendered_response(rendered)[1], holes, exchange
+        )
+    await _send(exchange, status, headers, body)
+
+
+def _filled(
+    rendered: Rendered, headers: list[tuple[str, str]], holes: Holes | None, exchange: Exchange
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """A render not stored, answered with its holes (if any) filled."""
+    if not rendered.holes:
+        return rendered.status, headers, rendered.body
+    places = rendered.holes
+    fills = holes.fills_for(places, exchange.visit) if holes is not None else [b""] * len(places)
+    body = filled(rendered.body, places, fills)
+    kept = [(k, v) for k, v in headers if k.lower() not in ("content-length", "etag")]
+    return rendered.status, [*kept, ("content-length", str(len(body)))], body
+
+
+async def _send(
+    exchange: Exchange, status: int, headers: list[tuple[str, str]], body: bytes
+) -> None:
     raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
     await exchange.send({"type": "http.response.start", "status": status, "headers": raw})
     await exchange.send({"type": "http.response.body", "body": body})
