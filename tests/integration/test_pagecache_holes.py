@@ -293,3 +293,26 @@ async def test_a_visitor_whose_session_ended_is_filled_as_anonymous(
     answer = await shop.get("/item/1", ann)
     assert answer.headers["x-cache"] == "HIT"
     assert '<a href="/login">Log in</a> · cart 0' in answer.text
+
+
+async def test_a_middleware_that_fills_no_holes_leaves_visitors_with_a_session_to_the_app(
+    atier: webtier.AsyncWebTier,
+) -> None:
+    renders = []
+
+    async def item(request: Request) -> Response:
+        renders.append(request.headers.get("cookie"))
+        return HTMLResponse(b"<p>the same for everyone</p>")
+
+    app = Starlette(
+        routes=[Route("/item/{item}", item)],
+        middleware=[Middleware(ASGIMiddleware, tier=atier, pages=RULES)],  # no holes
+    )
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://shop.test"
+    ) as http:
+        await http.get("/item/1")
+        assert (await http.get("/item/1")).headers["x-cache"] == "HIT"
+        with_session = await http.get("/item/1", headers={"cookie": f"{COOKIE}=x"})
+    assert "x-cache" not in with_session.headers
+    assert len(renders) == 2

@@ -103,9 +103,9 @@ class ASGIMiddleware:
         self.sessions: Sessions | None = None
         if sessions is not None:
             self.sessions = Sessions(tier, sessions, scope_session)
-        self.pages: PageCache | None = None if pages is None else PageCache(tier, pages)
-        if holes is not None and (self.pages is None or self.sessions is None):
+        if holes is not None and (pages is None or self.sessions is None):
             raise ValueError("holes need pages (the routes with holes) and sessions (their fills)")
+        self.pages: PageCache | None = None if pages is None else PageCache(tier, pages, holes)
         self.holes = holes
         if item_views and self.pages is None:
             raise ValueError("item_views needs pages: the page cache's rules name item pages")

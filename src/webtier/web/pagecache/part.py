@@ -159,9 +159,9 @@ class PageCache:
     answers cacheable requests from Redis, renders the others through the
     rest of the layer."""
 
-    def __init__(self, tier: AsyncWebTier, rules: PageRules) -> None:
+    def __init__(self, tier: AsyncWebTier, rules: PageRules, holes: Holes | None = None) -> None:
         self.tier = tier
-        self.policy = policy.Policy(tier.config, rules)
+        self.policy = policy.Policy(tier.config, rules, fills_holes=holes is not None)
         # Pages being served in this process, by digest: concurrent requests
         # for one of them wait for its outcome (see serve).
         self._inflight: dict[str, asyncio.Future[Served | None]] = {}

@@ -17,7 +17,7 @@ from webtier.config import Config, PageCacheSettings
 from webtier.errors import ConfigError
 from webtier.pagecache import PageRequest, PageRules, Plan, holes
 from webtier.pagecache.copies import decode, stored_headers, weak_etag
-from webtier.pagecache.request import cache_directives
+from webtier.pagecache.request import cache_directives, is_private
 from webtier.types import CacheStatus, Page, Rendered
 
 log = logging.getLogger("webtier.pagecache")
@@ -223,11 +223,15 @@ def rendered_response(rendered: Rendered) -> tuple[int, list[tuple[str, str]], b
 class Policy:
     """What both middlewares hold: the rules, the settings, the outage log."""
 
-    def __init__(self, config: Config, rules: PageRules) -> None:
+    def __init__(self, config: Config, rules: PageRules, fills_holes: bool = False) -> None:
         if not isinstance(rules, PageRules):
             raise ConfigError(f"the page cache needs its PageRules (got {rules!r})")
         self.config = config
         self.rules = rules
+        # Whether the middleware fills the holes of pages of routes with
+        # holes=True; one that does not answers only visitors without a
+        # session from them, as from any other route.
+        self.fills_holes = fills_holes
         self.settings = config.pagecache
         self.outage = OutageLog(
             "webtier.pagecache",
@@ -238,7 +242,11 @@ class Policy:
 
     def plan(self, request: PageRequest) -> Plan | None:
         plan = self.rules.plan(self.config, request)
-        if plan is not None and plan.unkeyed:
+        if plan is None:
+            return None
+        if plan.holes and not self.fills_holes and is_private(self.settings, request.headers):
+            return None
+        if plan.unkeyed:
             self.unkeyed.report(plan, request)
         return plan
 
