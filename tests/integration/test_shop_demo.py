@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.helpers.cli import fresh_machine, read_until
+from tests.helpers.servers import wait_for
 from webtier.cli import main
 
 URL = re.compile(r"open at (http://\S+)")
@@ -160,3 +161,32 @@ def test_the_demo_on_worker_processes(redis_url: str, prefix: str, tmp_path: Pat
     assert "Traceback" not in output
     for pid in workers:  # stopped with the demo, none left behind
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_workers_start_stops_them_without_a_traceback(
+    redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    # The terminal's Ctrl-C reaches every process of the group, workers still
+    # importing too: they end quietly (by the demo's SIGTERM), however far
+    # each had got.
+    env = fresh_machine(tmp_path)
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "webtier", "--url", redis_url, "--prefix", prefix,
+         "--database", f"sqlite:///{tmp_path}/shop.db",
+         "demo", "--port", "0", "--items", "50", "--no-traffic", "--workers", "2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: len(spawned_children(demo.pid)) == 2, "the workers spawned")
+        os.killpg(demo.pid, signal.SIGINT)
+        output, _ = demo.communicate(timeout=60)
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGKILL)
+            demo.wait()
+    assert "Traceback" not in output, output

@@ -230,8 +230,16 @@ class Workers:
         """Run the workers until :meth:`stop` (or Ctrl-C, which the
         terminal sends them too); then wait for each to finish warm."""
         loop = asyncio.get_running_loop()
-        for process in self.processes:
-            process.start()
+        # Started with Ctrl-C ignored, which a new process keeps until its
+        # _worker runs: the terminal's Ctrl-C reaches the whole group, and
+        # one still starting (importing) would end with a traceback. Such a
+        # process ends by the SIGTERM below instead.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            for process in self.processes:
+                process.start()
+        finally:
+            signal.signal(signal.SIGINT, previous)
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, self.stop)
         try:
@@ -268,7 +276,9 @@ class Workers:
 def _worker(options: DemoOptions, sock: socket.socket, secret: bytes, run_jobs: bool) -> None:
     """One worker process: the shop on ``sock`` until SIGINT or SIGTERM."""
     # uvicorn stops warm on either, then raises it again once stopped: as
-    # KeyboardInterrupt both, so that this process ends as warmly.
+    # KeyboardInterrupt both, so that this process ends as warmly. (Ctrl-C
+    # was ignored while the process started: see Workers.serve.)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=fast_loop()) as run:
         run.run(_serve_worker(options, sock, secret, run_jobs))
