@@ -56,6 +56,8 @@ class Counts:
     hit_buckets: dict[str, int] = field(default_factory=dict)  # seconds of cached item pages
     top_views: int = 0  # item views of the top items by visitors without a session
     top_views_without_sql: int = 0
+    item_views: int = 0  # 200 answers of item pages, every visitor
+    item_views_cached: int = 0  # of those, answered from the page cache (X-Cache: HIT)
 
     def figures(self) -> dict[str, Any]:
         hits = Histogram(SUB_BUCKETS, dict(self.hit_buckets))
@@ -67,6 +69,8 @@ class Counts:
             "hit_p99_seconds": hits.percentile(99),
             "top_views": self.top_views,
             "top_views_without_sql": self.top_views_without_sql,
+            "item_views": self.item_views,
+            "item_views_cached": self.item_views_cached,
         }
 
 
@@ -135,9 +139,12 @@ class Measured:
         cache = b""
         began = time.perf_counter()
 
+        status = 0
+
         async def watched(message: Any) -> None:
-            nonlocal cache
+            nonlocal cache, status
             if message["type"] == "http.response.start":
+                status = message["status"]
                 cache = dict(message.get("headers", [])).get(b"x-cache", b"")
             await send(message)
 
@@ -150,6 +157,9 @@ class Measured:
         if cache == b"HIT":
             bucket = bucket_of(elapsed, SUB_BUCKETS)
             counts.hit_buckets[bucket] = counts.hit_buckets.get(bucket, 0) + 1
+        if status == 200:
+            counts.item_views += 1
+            counts.item_views_cached += cache == b"HIT"
         item = path.removeprefix("/item/")
         if item.isdigit() and int(item) <= self.top and not self._has_session(scope):
             counts.top_views += 1
