@@ -58,6 +58,8 @@ class Counts:
     top_views_without_sql: int = 0
     item_views: int = 0  # 200 answers of item pages, every visitor
     item_views_cached: int = 0  # of those, answered from the page cache (X-Cache: HIT)
+    session_item_views: int = 0  # the same, of visitors with a session
+    session_item_views_cached: int = 0
 
     def figures(self) -> dict[str, Any]:
         hits = Histogram(SUB_BUCKETS, dict(self.hit_buckets))
@@ -71,6 +73,8 @@ class Counts:
             "top_views_without_sql": self.top_views_without_sql,
             "item_views": self.item_views,
             "item_views_cached": self.item_views_cached,
+            "session_item_views": self.session_item_views,
+            "session_item_views_cached": self.session_item_views_cached,
         }
 
 
@@ -160,6 +164,9 @@ class Measured:
         if status == 200:
             counts.item_views += 1
             counts.item_views_cached += cache == b"HIT"
+            if self._has_session(scope):
+                counts.session_item_views += 1
+                counts.session_item_views_cached += cache == b"HIT"
         item = path.removeprefix("/item/")
         if item.isdigit() and int(item) <= self.top and not self._has_session(scope):
             counts.top_views += 1

@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 import secrets
 from collections.abc import Sequence
+from typing import TypeVar
 
 from webtier._core.protocol import (
     Call,
@@ -35,6 +36,7 @@ from webtier._core.protocol import (
     pause,
     read,
     text,
+    together,
     write,
 )
 from webtier._core.scripts import Script
@@ -47,6 +49,8 @@ from webtier.types import Page, Rendered, Served
 CLAIM = Script.load(__package__, "pagecache_claim")
 STORE = Script.load(__package__, "pagecache_store")
 RELEASE = Script.load(__package__, "pagecache_release")
+T = TypeVar("T")
+
 # Jitter from a generator of its own: the application's random state is its own.
 _JITTER = random.Random()
 
@@ -70,6 +74,15 @@ def serve(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
         raise InvalidInput("render", f"must be a Call, not {type(render).__name__}", render)
     copy, admission = yield from lookup(cfg, plan)
     return (yield from answer(cfg, plan, render, copy, admission=admission))
+
+
+def serve_beside(cfg: Config, plan: Plan, render: Call, other: Op[T]) -> Op[tuple[Served, T]]:
+    """:func:`serve`, with the first round trip of ``other`` (the visitor's
+    session, for a page's holes) joined to the lookup's: a hit is still one
+    round trip. Returns what each returned."""
+    (copy, admission), result = yield from together(lookup(cfg, plan), other)
+    served = yield from answer(cfg, plan, render, copy, admission=admission)
+    return served, result
 
 
 def lookup(cfg: Config, plan: Plan) -> Op[tuple[bytes | None, list[Reply] | None]]:

@@ -4,7 +4,6 @@ what the cache reads of a scope, the render it stores, and the answer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 from webtier import pagecache, sessions
@@ -12,13 +11,11 @@ from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
 from webtier._core.protocol import Call, Op, together
 from webtier.aio import WebTier as AsyncWebTier
-from webtier.config import Config
 from webtier.counters import AsyncRecorder
 from webtier.errors import WebtierError
 from webtier.pagecache import PageRequest, PageRules, Plan
-from webtier.pagecache.holes import ANONYMOUS, Holes, Visit, filled
+from webtier.pagecache.holes import Holes, Visit
 from webtier.pagecache.request import is_private
-from webtier.sessions.users import cart_of
 from webtier.types import Rendered, Served
 from webtier.web.pagecache import policy
 
@@ -198,7 +195,7 @@ class PageCache:
                 else:
                     # The page and the visitor's session in one round trip.
                     (copy, admission), fields = await run(together(lookup, read))
-                    exchange.visit = visit_of(self.tier.config, fields)
+                    exchange.visit = policy.visit_of(self.tier.config, fields)
         except WebtierError as error:
             self.policy.outage.failed(error)
             uncached = Served("MISS", rendered=await render())
@@ -265,13 +262,16 @@ class PageCache:
             try:
                 with time_limit(self.policy.settings.time_limit):
                     fields = await self.tier.transport.run(read)
-                exchange.visit = visit_of(self.tier.config, fields)
+                exchange.visit = policy.visit_of(self.tier.config, fields)
             except WebtierError as error:  # filled as for a visitor without a session
                 self.policy.outage.failed(error)
         render = _Render(layer, scope, receive, exchange, None, self.policy.settings, layer.holes)
         rendered = await render()
         if not rendered.sent:  # left to the app, as a page the cache never plans: no X-Cache
-            status, headers, body = _filled(rendered, list(rendered.headers), layer.holes, exchange)
+            headers = list(rendered.headers)
+            status, headers, body = policy.filled_render(
+                rendered, headers, layer.holes, exchange.visit
+            )
             await _send(exchange, status, headers, body)
 
     async def _done(
@@ -290,20 +290,6 @@ class PageCache:
             for name in names:
                 counts.incr(name)
         await _answer(served, request, exchange, layer.holes, hot)
-
-
-def visit_of(cfg: Config, fields: Mapping[str, bytes] | None) -> Visit:
-    """What a page's holes know of the visitor whose session's hash is
-    ``fields`` (None: no live session)."""
-    if fields is None:
-        return ANONYMOUS
-    user = fields.get("u")
-    return Visit(
-        user.decode() if user else None,
-        sessions.ops.data_of(fields),
-        cart_of(fields),
-        tuple(sessions.ops.viewed_of(cfg, fields)),
-    )
 
 
 async def _answer(
@@ -327,23 +313,9 @@ async def _answer(
         assert rendered is not None
         if rendered.sent:
             return
-        status, headers, body = _filled(
-            rendered, policy.rendered_response(rendered)[1], holes, exchange
-        )
+        headers = policy.rendered_response(rendered)[1]
+        status, headers, body = policy.filled_render(rendered, headers, holes, visit)
     await _send(exchange, status, headers, body)
-
-
-def _filled(
-    rendered: Rendered, headers: list[tuple[str, str]], holes: Holes | None, exchange: Exchange
-) -> tuple[int, list[tuple[str, str]], bytes]:
-    """A render not stored, answered with its holes (if any) filled."""
-    if not rendered.holes:
-        return rendered.status, headers, rendered.body
-    places = rendered.holes
-    fills = holes.fills_for(places, exchange.visit) if holes is not None else [b""] * len(places)
-    body = filled(rendered.body, places, fills)
-    kept = [(k, v) for k, v in headers if k.lower() not in ("content-length", "etag")]
-    return rendered.status, [*kept, ("content-length", str(len(body)))], body
 
 
 async def _send(

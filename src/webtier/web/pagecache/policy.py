@@ -12,12 +12,14 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 
+from webtier import sessions
 from webtier._core.throttle import OutageLog, Throttle
 from webtier.config import Config, PageCacheSettings
 from webtier.errors import ConfigError
 from webtier.pagecache import PageRequest, PageRules, Plan, holes
 from webtier.pagecache.copies import decode, stored_headers, weak_etag
 from webtier.pagecache.request import cache_directives, is_private
+from webtier.sessions.users import cart_of
 from webtier.types import CacheStatus, Page, Rendered
 
 log = logging.getLogger("webtier.pagecache")
@@ -218,6 +220,36 @@ def rendered_response(rendered: Rendered) -> tuple[int, list[tuple[str, str]], b
     """An uncached render, marked as a miss."""
     headers = [(k, v) for k, v in rendered.headers if k.lower() != "x-cache"]
     return rendered.status, [*headers, ("x-cache", "MISS")], rendered.body
+
+
+def visit_of(cfg: Config, fields: Mapping[str, bytes] | None) -> holes.Visit:
+    """What a page's holes know of the visitor whose session's hash is
+    ``fields`` (None: no live session)."""
+    if fields is None:
+        return holes.ANONYMOUS
+    user = fields.get("u")
+    return holes.Visit(
+        user.decode() if user else None,
+        sessions.ops.data_of(fields),
+        cart_of(fields),
+        tuple(sessions.ops.viewed_of(cfg, fields)),
+    )
+
+
+def filled_render(
+    rendered: Rendered,
+    headers: list[tuple[str, str]],
+    fill: holes.Holes | None,
+    visit: holes.Visit,
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """A render not stored, answered with its holes (if any) filled."""
+    if not rendered.holes:
+        return rendered.status, headers, rendered.body
+    places = rendered.holes
+    fills = fill.fills_for(places, visit) if fill is not None else [b""] * len(places)
+    body = holes.filled(rendered.body, places, fills)
+    kept = [(k, v) for k, v in headers if k.lower() not in ("content-length", "etag")]
+    return rendered.status, [*kept, ("content-length", str(len(body)))], body
 
 
 class Policy:

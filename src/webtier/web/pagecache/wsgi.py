@@ -8,6 +8,17 @@ requests the rules leave alone go straight to the app; others are answered
 from Redis or rendered once across every process and stored when the
 response allows it. Responses that are not stored, and streamed ones (no
 ``Content-Length``), are passed through as the app yields them.
+
+Holes (:mod:`webtier.pagecache.holes`): with ``holes=``, the pages of routes
+with ``holes=True`` are answered from the cache to visitors with a session
+too, their holes filled from the session read in the page's round trip.
+The session is webtier's session middleware's, which must wrap this one::
+
+    app = sessions.WSGIMiddleware(pagecache.WSGIMiddleware(app, tier, rules, holes=holes), tier)
+
+With ``item_views=True`` an answer of an item page counts its view (in the
+session's recently viewed too, for a visitor with a session on a route with
+holes), a cached one too.
 """
 
 from __future__ import annotations
@@ -17,16 +28,20 @@ from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
 from typing import Any, TypeAlias
 
-from webtier import pagecache
+from webtier import pagecache, sessions
 from webtier._core.deadline import time_limit
-from webtier._core.protocol import Call
+from webtier._core.protocol import Call, Op
 from webtier.config import PageCacheSettings
 from webtier.counters import Recorder
-from webtier.errors import WebtierError
+from webtier.errors import ConfigError, WebtierError
 from webtier.pagecache import PageRequest, PageRules, Plan
+from webtier.pagecache.holes import ANONYMOUS, Holes
+from webtier.pagecache.request import is_private
 from webtier.sync import WebTier
 from webtier.types import Rendered, Served
 from webtier.web.pagecache import policy
+from webtier.web.sessions.options import SESSION_KEY
+from webtier.web.sessions.state import SessionState
 
 Environ: TypeAlias = dict[str, Any]
 StartResponse: TypeAlias = Callable[..., Any]
@@ -88,11 +103,16 @@ class _Render:
         app: WSGIApp,
         environ: Environ,
         start_response: StartResponse,
-        plan: Plan,
+        plan: Plan | None,
         settings: PageCacheSettings,
+        holes: Holes | None = None,
+        visitor: SessionState | None = None,
     ) -> None:
         self.app, self.environ, self.start_response = app, environ, start_response
         self.plan, self.settings = plan, settings
+        # A page with holes is kept whole, to be filled before it goes out;
+        # one whose render read the session is never stored.
+        self.holes, self.visitor = holes, visitor
         self.result: Rendered | None = None
         self.through: Iterable[bytes] | None = None  # a body passed through
 
@@ -110,8 +130,10 @@ class _Render:
         line, headers = started
         status = int(line.split(" ", 1)[0])
         pairs = tuple((str(k), str(v)) for k, v in headers)
-        ttl = policy.store_ttl(self.settings, self.plan, status, pairs)
-        if ttl is None:
+        ttl = None
+        if self.plan is not None:
+            ttl = policy.store_ttl(self.settings, self.plan, status, pairs)
+        if ttl is None and self.holes is None:
             write = self.start_response(line, [*headers, ("X-Cache", "MISS")])
             for chunk in written:
                 write(chunk)
@@ -125,16 +147,31 @@ class _Render:
             close = getattr(body, "close", None)
             if close is not None:
                 close()
-        self.result = Rendered(status, pairs, data, ttl)
+        places: tuple[tuple[int, str], ...] = ()
+        if self.holes is not None:
+            data, places = self.holes.split(data)
+            if self.visitor is not None and self.visitor.loaded:
+                ttl = None  # the app read the session: its page may be one visitor's
+        self.result = Rendered(status, pairs, data, ttl, holes=places)
         return self.result
 
 
 class WSGIMiddleware:
-    """WSGI middleware answering cacheable requests from the page cache."""
+    """WSGI middleware answering cacheable requests from the page cache
+    (see the module: ``holes`` and ``item_views``)."""
 
-    def __init__(self, app: WSGIApp, tier: WebTier, rules: PageRules) -> None:
+    def __init__(
+        self,
+        app: WSGIApp,
+        tier: WebTier,
+        rules: PageRules,
+        *,
+        holes: Holes | None = None,
+        item_views: bool = False,
+    ) -> None:
         self.app, self.tier = app, tier
-        self.policy = policy.Policy(tier.config, rules)
+        self.policy = policy.Policy(tier.config, rules, fills_holes=holes is not None)
+        self.holes, self.item_views = holes, item_views
         self.recorder: Recorder | None = (
             tier.counters.recorder() if self.policy.settings.counters else None
         )
@@ -142,31 +179,113 @@ class WSGIMiddleware:
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         request = environ_request(environ)
         plan = self.policy.plan(request)
-        if plan is None:
+        holes = None
+        if self.holes is not None and (
+            plan.holes if plan is not None else self.policy.holes_at(request)
+        ):
+            holes = self.holes
+        if plan is None and holes is None:
             return self.app(environ, start_response)
-        render = _Render(self.app, environ, start_response, plan, self.policy.settings)
+        visitor = self._visitor(environ) if holes is not None else None
+        # An item page's view: the session's touch counts a visitor's with a
+        # session (on a route with holes: in the page's round trip), the
+        # ranking alone an anonymous one's, once answered.
+        item = self._item(plan, request)
+        private = is_private(self.policy.settings, request.headers)
+        read = None if visitor is None else self._read(visitor, item)
+        render = _Render(
+            self.app, environ, start_response, plan, self.policy.settings, holes, visitor
+        )
+        visit = ANONYMOUS
         try:
             with time_limit(self.policy.settings.time_limit):
-                served = self.tier.transport.run(
-                    pagecache.ops.serve(self.tier.config, plan, Call(render))
-                )
+                if plan is None:
+                    fields = None if read is None else self.tier.transport.run(read)
+                    served = None
+                elif read is None:
+                    fields = None
+                    served = self.tier.transport.run(
+                        pagecache.ops.serve(self.tier.config, plan, Call(render))
+                    )
+                else:
+                    served, fields = self.tier.transport.run(
+                        pagecache.ops.serve_beside(self.tier.config, plan, Call(render), read)
+                    )
+            visit = policy.visit_of(self.tier.config, fields)
         except WebtierError as error:
             self.policy.outage.failed(error)
-            served = Served("MISS", rendered=render.result or render())
+            served = None if plan is None else Served("MISS", rendered=render.result or render())
+        if served is None:  # a route with holes the cache may not answer: filled all the same
+            rendered = render.result or render()
+            if render.through is not None:
+                return render.through
+            status, headers, body = policy.filled_render(
+                rendered, list(rendered.headers), holes, visit
+            )
+            return self._answer(start_response, status, headers, body, item, private)
         if self.recorder is not None:
             for name in self.policy.counters(served.outcome, render.result is not None):
                 self.recorder.incr(name)
         if served.page is not None:
             status, headers, body = policy.page_response(
-                served.page, request.headers, served.outcome
+                served.page, request.headers, served.outcome, visit=visit, fill=holes
             )
         else:
             assert served.rendered is not None
             if render.through is not None:
+                self._count_view(item, private, served.rendered.status)
                 return render.through
-            status, headers, body = policy.rendered_response(served.rendered)
+            status, headers, body = policy.filled_render(
+                served.rendered, policy.rendered_response(served.rendered)[1], holes, visit
+            )
+        return self._answer(start_response, status, headers, body, item, private)
+
+    def _visitor(self, environ: Environ) -> SessionState:
+        session = environ.get(SESSION_KEY)
+        if session is None:
+            raise ConfigError(
+                "the page cache's holes need webtier's session middleware around it: "
+                "sessions.WSGIMiddleware(pagecache.WSGIMiddleware(app, ..., holes=...), ...)"
+            )
+        state: SessionState = session.state
+        return state
+
+    def _item(self, plan: Plan | None, request: PageRequest) -> str | None:
+        if not self.item_views:
+            return None
+        if plan is not None and plan.admission is not None:
+            return plan.item
+        return self.policy.item_of(request)
+
+    def _read(self, visitor: SessionState, item: str | None) -> Op[Any] | None:
+        if visitor.token is None:
+            return None
+        return sessions.ops.visit(
+            self.tier.config, visitor.token, visitor.refresh_after, item, visitor.views
+        )
+
+    def _answer(
+        self,
+        start_response: StartResponse,
+        status: int,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        item: str | None,
+        private: bool,
+    ) -> list[bytes]:
         start_response(_status_line(status), headers)
+        self._count_view(item, private, status)
         return [body]
+
+    def _count_view(self, item: str | None, private: bool, status: int) -> None:
+        """An anonymous visitor's view of an item page, once answered (a
+        visitor with a session has theirs counted by their session)."""
+        if item is None or private or status not in (200, 304):
+            return
+        try:
+            self.tier.ranking.record_view(item)
+        except WebtierError as error:  # a lost view must not fail a served page
+            self.policy.outage.failed(error)
 
     def close(self) -> None:
         """Flush the hit/miss counts (at shutdown; also done at exit)."""

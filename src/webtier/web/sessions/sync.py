@@ -32,6 +32,12 @@ class Session:
     def __init__(self, tier: WebTier, state: SessionState) -> None:
         self._run, self._config, self._state = tier.transport.run, tier.config, state
 
+    @property
+    def state(self) -> SessionState:
+        """This request's view of its session (its token, whether it was
+        read): what the page cache's holes need of it."""
+        return self._state
+
     def user(self) -> str | None:
         """The logged-in user, or None (anonymous, or no session)."""
         return self._run(flows.user(self._config, self._state))
