@@ -149,6 +149,7 @@ def stored_body(redis_url: str, config: webtier.Config) -> bytes:
     return stored.plain_body()
 
 
+@pytest.mark.matrix  # the page and the session in one step: on Cluster, two nodes
 async def test_each_visitor_gets_their_own_holes_from_one_stored_page(
     shop: Shop, redis_url: str, config: webtier.Config
 ) -> None:
@@ -205,6 +206,7 @@ async def test_a_filled_hit_is_one_round_trip_and_counts_the_view(
     assert set_cookies(answer.headers) == []  # a hit sets no cookie
 
 
+@pytest.mark.matrix  # the page and the session in one step: on Cluster, two nodes
 async def test_recently_viewed_and_ranking_count_each_cached_view(
     shop: Shop, atier: webtier.AsyncWebTier
 ) -> None:
