@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 
 import webtier
 from tests.helpers.web import described, serving
+from webtier.pagecache.holes import Holes
 
 if not settings.configured:
     settings.configure(
@@ -70,7 +71,29 @@ def logout(request: Any) -> HttpResponse:
     return HttpResponse("bye")
 
 
+# The holes of the item pages (tests/integration/test_pagecache_holes_django.py).
+HOLES = Holes({"who": lambda visit: visit.user or "guest", "cart": lambda visit: visit.cart_units})
+
+
+def _page(body: str) -> HttpResponse:
+    response = HttpResponse(body)
+    response["Content-Length"] = str(len(response.content))  # as CommonMiddleware sets it
+    return response
+
+
+def item(request: Any, item: str) -> HttpResponse:
+    return _page(f"<p>{HOLES.mark('who')}|{HOLES.mark('cart')}</p><h1>{item}</h1>")
+
+
+def peek(request: Any, item: str) -> HttpResponse:
+    # Reads the session outside any hole: the page is one visitor's.
+    user = request.webtier_session.user()
+    return _page(f"<p>{HOLES.mark('who')}</p><h1>{item}</h1><b>{user}</b>")
+
+
 urlpatterns = [
+    path("item/<str:item>", item),
+    path("peek/<str:item>", peek),
     path("home", home),
     path("me", me),
     path("view/<str:item>", view),

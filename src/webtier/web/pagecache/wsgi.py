@@ -12,9 +12,15 @@ response allows it. Responses that are not stored, and streamed ones (no
 Holes (:mod:`webtier.pagecache.holes`): with ``holes=``, the pages of routes
 with ``holes=True`` are answered from the cache to visitors with a session
 too, their holes filled from the session read in the page's round trip.
-The session is webtier's session middleware's, which must wrap this one::
+The session is webtier's session middleware's when it wraps this one::
 
     app = sessions.WSGIMiddleware(pagecache.WSGIMiddleware(app, tier, rules, holes=holes), tier)
+
+or, for an app whose session middleware runs inside it (Django's
+``webtier.web.sessions.django.Middleware``), read from webtier's session
+cookie with the same options, ``sessions=SessionOptions(...)``. A render
+that read the session carries ``Vary: Cookie`` from that middleware and
+is never stored.
 
 With ``item_views=True`` an answer of an item page counts its view (in the
 session's recently viewed too, for a visitor with a session on a route with
@@ -40,7 +46,8 @@ from webtier.pagecache.request import is_private
 from webtier.sync import WebTier
 from webtier.types import Rendered, Served
 from webtier.web.pagecache import policy
-from webtier.web.sessions.options import SESSION_KEY
+from webtier.web.sessions.adapter import Adapter
+from webtier.web.sessions.options import SESSION_KEY, SessionOptions
 from webtier.web.sessions.state import SessionState
 
 Environ: TypeAlias = dict[str, Any]
@@ -167,11 +174,15 @@ class WSGIMiddleware:
         rules: PageRules,
         *,
         holes: Holes | None = None,
+        sessions: SessionOptions | None = None,
         item_views: bool = False,
     ) -> None:
         self.app, self.tier = app, tier
         self.policy = policy.Policy(tier.config, rules, fills_holes=holes is not None)
         self.holes, self.item_views = holes, item_views
+        # Reads webtier's session cookie itself, for a session middleware
+        # that runs inside the app (None: the one around this middleware).
+        self.cookies = None if sessions is None else Adapter(tier, sessions, {})
         self.recorder: Recorder | None = (
             tier.counters.recorder() if self.policy.settings.counters else None
         )
@@ -241,11 +252,14 @@ class WSGIMiddleware:
         return self._answer(start_response, status, headers, body, item, private)
 
     def _visitor(self, environ: Environ) -> SessionState:
+        if self.cookies is not None:
+            return self.cookies.state(environ.get("HTTP_COOKIE"))
         session = environ.get(SESSION_KEY)
         if session is None:
             raise ConfigError(
                 "the page cache's holes need webtier's session middleware around it: "
-                "sessions.WSGIMiddleware(pagecache.WSGIMiddleware(app, ..., holes=...), ...)"
+                "sessions.WSGIMiddleware(pagecache.WSGIMiddleware(app, ..., holes=...), ...), "
+                "or its options (sessions=SessionOptions(...)) for one inside the app"
             )
         state: SessionState = session.state
         return state
