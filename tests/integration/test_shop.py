@@ -259,6 +259,28 @@ def test_the_page_cache_serves_every_visitor_their_own_parts(shop: str) -> None:
         assert "Add to cart" in erin_page.text
 
 
+def from_cache(client: httpx.Client, path: str) -> httpx.Response:
+    """The first answer to ``path`` that came from the page cache."""
+    found: list[httpx.Response] = []
+
+    def hit() -> bool:
+        found[:] = [client.get(path)]
+        return found[0].headers.get("x-cache") == "HIT"
+
+    wait_for(hit, f"{path} from the page cache")
+    return found[0]
+
+
+def test_the_flash_sale_is_cached_for_every_visitor(shop: str) -> None:
+    with browser(shop) as frank, browser(shop) as anonymous:
+        post(frank, "/login", "/login", username="frank")
+        mine = from_cache(frank, "/flash-sale")
+        assert '<a href="/account">frank</a>' in mine.text
+        theirs = from_cache(anonymous, "/flash-sale")
+        assert "frank" not in theirs.text
+        assert '<a href="/login">Log in</a>' in theirs.text
+
+
 def test_the_home_page_is_cached_for_visitors_without_a_session(shop: str) -> None:
     with browser(shop) as user:
         post(user, "/login", "/login", username="erin")

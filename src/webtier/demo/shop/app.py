@@ -54,6 +54,9 @@ HITS = "hits:"  # counter names: hits:<route template>, and hits:all
 # cache); analytics cookies as usual.
 HARMLESS_COOKIES = (*sorted(ANALYTICS_COOKIES), CSRF_COOKIE)
 HOME_TTL = 2.0  # seconds an anonymous visitor's home page may be behind the ranking
+# Seconds the flash sale's page is kept: its rows are refreshed every second
+# (ShopSettings.flash_refresh), so its stock stays about that old.
+FLASH_SALE_TTL = 0.5
 
 PAGE_RULES = PageRules(
     routes=(
@@ -71,6 +74,7 @@ PAGE_RULES = PageRules(
         # is the same for every visitor without a session (the most viewed
         # items; nothing recently viewed).
         CacheRoute("/", ttl=HOME_TTL, ignored_cookies=HARMLESS_COOKIES),
+        CacheRoute("/flash-sale", ttl=FLASH_SALE_TTL, holes=True, ignored_cookies=HARMLESS_COOKIES),
     )
 )
 
