@@ -256,7 +256,9 @@ class PageCache:
     ) -> None:
         """A page with holes the cache may not answer (a reload asking for a
         fresh page, a dynamic one): rendered, and filled all the same."""
-        item = self.policy.item_of(request) if layer.item_views else None
+        # A view is a page read (a form posted to an item's path is not).
+        viewed = layer.item_views and request.method in ("GET", "HEAD")
+        item = self.policy.item_of(request) if viewed else None
         read = self._visit(exchange, item)
         if read is not None:
             try:

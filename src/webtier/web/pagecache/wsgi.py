@@ -265,7 +265,8 @@ class WSGIMiddleware:
         return state
 
     def _item(self, plan: Plan | None, request: PageRequest) -> str | None:
-        if not self.item_views:
+        """The item whose view an answer counts: a read of an item page."""
+        if not self.item_views or request.method not in ("GET", "HEAD"):
             return None
         if plan is not None and plan.admission is not None:
             return plan.item
