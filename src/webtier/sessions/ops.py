@@ -213,7 +213,17 @@ _ATOMS: dict[object, str] = {True: "true", False: "false", None: "null"}  # thei
 
 def data_of(fields: Mapping[str, bytes]) -> dict[str, Any]:
     """The data among a session's fields, decoded from JSON."""
-    return {name: _DECODE(value.decode()) for name, value in named(fields, "d").items()}
+    return decoded(json_of(fields))
+
+
+def decoded(json: Mapping[str, str]) -> dict[str, Any]:
+    """Data from the JSON of each key (:func:`json_of`)."""
+    return {name: _DECODE(value) for name, value in json.items()}
+
+
+def json_of(fields: Mapping[str, bytes]) -> dict[str, str]:
+    """The JSON of each data field among a session's fields, as stored."""
+    return {name: value.decode() for name, value in named(fields, "d").items()}
 
 
 def data(cfg: Config, token: str) -> Op[dict[str, Any]]:
