@@ -70,8 +70,8 @@ def read_session(
     cfg: Config, session_id: str, refresh_after: float = 60.0
 ) -> Op[StoredSession | None]:
     """The session, or None when none is live under ``session_id`` (an id of
-    another form included: nothing is sent). One round trip, which also
-    touches a session last seen ``refresh_after`` seconds ago or more."""
+    another form included: nothing is sent). One round trip, and a second
+    that touches a session last seen ``refresh_after`` seconds ago or more."""
     where = place_of(cfg, session_id)
     if where is None:
         return None
