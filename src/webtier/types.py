@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -33,6 +33,9 @@ class StoredSession:
 
     data: dict[str, Any]  # JSON values by key
     blob: bytes | None
+    # Each key's JSON as stored: what a framework keeps of the session it
+    # read, to send only the keys that differ (no encoding of what it read).
+    json: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

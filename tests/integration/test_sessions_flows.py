@@ -349,3 +349,36 @@ def test_a_load_never_revives_or_creates_a_session(
     assert load(tier, old) is None
     assert sync_client.exists(where.key) == 0
     assert sync_client.zscore(where.recent, old) is None
+
+
+@pytest.mark.matrix
+def test_a_load_runs_its_script_a_round_trip_later_only_when_it_has_work(
+    sync_client: Any, config: webtier.Config
+) -> None:
+    settings = SessionSettings(strict=False, absolute_timeout=30)
+    tier = webtier.WebTier(sync_client, dataclasses.replace(config, sessions=settings))
+    token = tier.sessions.new()
+    where = sessions.layout.place(tier.config, token)
+
+    def load_60() -> tuple[bool, int]:
+        """Whether the session was read live, and in how many round trips."""
+        fields, trips = run(tier, sessions.ops.load(tier.config, token, 60))
+        return fields is not None, trips
+
+    assert load_60() == (True, 1)  # seen just now: the plain reads alone
+    sync_client.zrem(where.recent, token)  # missing from its index: listed again
+    assert load_60() == (True, 2)
+    assert sync_client.zscore(where.recent, token) is not None
+    long_ago = (server_ms(sync_client) - 120_000) * 1000
+    sync_client.zadd(where.recent, {token: long_ago})  # seen long ago: touched
+    assert load_60() == (True, 2)
+    assert float(sync_client.zscore(where.recent, token)) > long_ago
+    # Past its absolute timeout, its key not yet expired: deleted.
+    sync_client.hset(where.key, "c", server_ms(sync_client) - 31_000)
+    assert load_60() == (False, 2)
+    assert sync_client.exists(where.key) == 0
+    assert sync_client.zscore(where.recent, token) is None
+    sync_client.zadd(where.recent, {token: long_ago})  # gone, its entry left: forgotten
+    assert load_60() == (False, 2)
+    assert sync_client.zscore(where.recent, token) is None
+    assert load_60() == (False, 1)  # gone and unlisted: nothing to do

@@ -40,7 +40,10 @@ async def test_a_session_is_created_once_read_and_deleted(tier: Any) -> None:
     data = {"user": {"id": 7, "roles": ["a", "b"]}, "n": 1.5, "none": None}
     assert await store.create(sid, data, expiry=60)
     assert not await store.create(sid, {"other": 1}, expiry=60)  # taken: nothing written
-    assert await store.read(sid) == StoredSession(data, None)
+    found = await store.read(sid)
+    assert found == StoredSession(data, None)
+    # The JSON as stored, which a framework compares its data with at save.
+    assert found.json == webtier.sessions.store.encoded(data)
     assert await store.exists(sid)
     assert await store.delete(sid)
     assert not await store.delete(sid)
@@ -63,9 +66,11 @@ async def test_a_save_writes_only_what_changed_and_never_resurrects(tier: Any) -
 
 async def test_changes_are_the_keys_whose_json_differs() -> None:
     before = webtier.sessions.store.encoded({"a": [1, 2], "b": "x", "c": 1})
-    changed, removed = webtier.sessions.store.changes(before, {"a": [1, 2], "b": "y", "d": None})
+    after = {"a": [1, 2], "b": "y", "d": None}
+    changed, removed, encoded = webtier.sessions.store.changes(before, after)
     assert changed == {"b": "y", "d": None}
     assert removed == ["c"]
+    assert encoded == webtier.sessions.store.encoded(after)
 
 
 @pytest.mark.matrix

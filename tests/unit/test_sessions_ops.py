@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import math
@@ -507,13 +508,46 @@ def test_an_int_or_str_subclass_is_stored_as_its_value() -> None:
         sessions.ops.encode_value("k", math.nan)
 
 
-def test_a_load_sends_the_hash_and_the_check_in_one_pipeline_and_trusts_a_live_check() -> None:
+def test_a_load_that_always_touches_sends_the_hash_and_the_check_in_one_pipeline() -> None:
     hash_ = [b"c", b"1700000000000", b"dn", b"1"]
-    op = sessions.ops.load(CFG, TOKEN, 60.0)
+    op = sessions.ops.load(CFG, TOKEN, 0.0)
     (request,) = next(op)
     assert request.commands[0] == ("HGETALL", request.commands[1].keys[0])
     assert drive(op, [[[hash_, [1]]]], started=True).value == {"c": hash_[1], "dn": b"1"}
     # Deleted or moved between the two (a logout, a login): the check says so.
-    assert drive(sessions.ops.load(CFG, TOKEN, 60.0), [[[hash_, [0]]]]).value is None
+    assert drive(sessions.ops.load(CFG, TOKEN, 0.0), [[[hash_, [0]]]]).value is None
     # Created between the two: the hash read before it is no session.
-    assert drive(sessions.ops.load(CFG, TOKEN, 60.0), [[[[], [1]]]]).value is None
+    assert drive(sessions.ops.load(CFG, TOKEN, 0.0), [[[[], [1]]]]).value is None
+
+
+NOW = [b"1700000100", b"500000"]  # TIME: 100.5 s after the session's creation
+SEEN = b"1700000090000000"  # its last-seen score, µs: 10.5 s before NOW
+
+
+def test_a_load_reads_with_plain_commands_and_runs_its_script_only_when_it_has_work() -> None:
+    hash_ = [b"c", b"1700000000000", b"dn", b"1"]
+    op = sessions.ops.load(CFG, TOKEN, 60.0)
+    (request,) = next(op)
+    assert [command[0] for command in request.commands] == ["HGETALL", "ZSCORE", "TIME"]
+    # Seen 10.5 s ago, touched after 60: the hash, no script.
+    assert drive(op, [[[hash_, SEEN, NOW]]], started=True).value == {"c": hash_[1], "dn": b"1"}
+    due = [
+        [hash_, SEEN, [b"1700000150", b"0"]],  # seen 60 s ago: a touch is due
+        [hash_, None, NOW],  # missing from its index: listed again
+        [[b"dn", b"1"], SEEN, NOW],  # a hash with no `c` is no session
+    ]
+    for first in due:
+        driven = drive(sessions.ops.load(CFG, TOKEN, 60.0), [[first], [[[1]]]])
+        assert isinstance(driven.steps[1][0].commands[0], ScriptCall)
+    # The script's word stands: a session ended between the two reads as missing.
+    assert drive(sessions.ops.load(CFG, TOKEN, 60.0), [[[hash_, None, NOW]], [[[0]]]]).value is None
+    # Gone: nothing to do, unless its index entry is left to forget.
+    assert drive(sessions.ops.load(CFG, TOKEN, 60.0), [[[[], None, NOW]]]).value is None
+    assert drive(sessions.ops.load(CFG, TOKEN, 60.0), [[[[], SEEN, NOW]], [[[0]]]]).value is None
+
+
+def test_a_load_runs_its_script_past_an_absolute_timeout() -> None:
+    cfg = dataclasses.replace(CFG, sessions=SessionSettings(absolute_timeout=100))
+    hash_ = [b"c", b"1700000000000"]
+    driven = drive(sessions.ops.load(cfg, TOKEN, 60.0), [[[hash_, SEEN, NOW]], [[[0]]]])
+    assert driven.value is None  # 100.5 s after its creation: the script deletes it

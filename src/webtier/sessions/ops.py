@@ -129,10 +129,11 @@ def info(cfg: Config, token: str) -> Op[SessionInfo | None]:
 def load(cfg: Config, token: str, refresh_after: float) -> Op[dict[str, bytes] | None]:
     """The session's whole hash, for a request that reads it many times
     (``data_of``, ``cart_of``, ``viewed_of`` decode it); ``None`` when there
-    is no live session. A session last seen ``refresh_after`` seconds ago or
-    more is touched too (last seen and expiry: no user, no item), in the same
-    round trip. A hash is a cart and a few fields, so the whole
-    of it costs less than a second call for what the request reads later."""
+    is no live session. One round trip; a session last seen ``refresh_after``
+    seconds ago or more is touched too (last seen and expiry: no user, no
+    item), in a second one (with ``refresh_after=0``, every load touches, in
+    the first). A hash is a cart and a few fields, so the whole of it costs
+    less than a second call for what the request reads later."""
     return (yield from load_at(cfg, place(cfg, token), refresh_after))
 
 
@@ -142,13 +143,55 @@ def load_at(cfg: Config, where: Place, refresh_after: float) -> Op[dict[str, byt
     refresh = max(0, round(refresh_after * 1000))
     args = (where.token, refresh, *timeouts(settings))
     call = ScriptCall(LOAD, (where.key, where.recent), args)
-    # The hash, then the script that checks the session is live (and touches
-    # it): one pipeline, one round trip (session_load.lua says why not one
-    # script). Sent twice, a load touches twice: the same state as once.
-    ((fields, reply),) = yield (write(where.route, ("HGETALL", where.key), call, idempotent=True),)
-    if int(reply[0]) != 1 or not fields:
+    # Sent twice, a load touches twice: the same state as once. Written to the
+    # primary, replica reads or not: a replica may still hold a session ended.
+    if refresh == 0:
+        # Every read touches: the hash, then the script that checks the
+        # session is live and touches it, in one round trip (session_load.lua
+        # says why not one script).
+        ((fields, reply),) = yield (
+            write(where.route, ("HGETALL", where.key), call, idempotent=True),
+        )
+        return fields_of(fields) if int(reply[0]) == 1 and fields else None
+    # Most reads touch nothing (the session was seen less than `refresh` ms
+    # ago): the hash, its last-seen score and the server's time say so with
+    # plain commands, which cost Redis a fraction of a script's call. The
+    # script runs, a round trip later, only when they say it has work: a
+    # touch due, an index entry to list or forget, an absolute timeout past.
+    # A session ended in between makes it answer 0: read as missing.
+    ((fields, seen, now),) = yield (
+        write(
+            where.route,
+            ("HGETALL", where.key),
+            ("ZSCORE", where.recent, where.token),
+            ("TIME",),
+            idempotent=True,
+        ),
+    )
+    found = fields_of(fields)
+    if not found and seen is None:
         return None
-    return fields_of(fields)
+    if found and not _script_due(settings, found, seen, now, refresh):
+        return found
+    ((reply,),) = yield (write(where.route, call, idempotent=True),)
+    return found if int(reply[0]) == 1 and found else None
+
+
+def _script_due(
+    settings: SessionSettings, fields: Mapping[str, bytes], seen: Reply, now: Reply, refresh: int
+) -> bool:
+    """Whether a live-looking session's load needs session_load.lua: the
+    script's own tests, on the values read with the hash (server time, µs).
+    Redis expired the key at its idle deadline, so what a key still alive can
+    have passed is only an absolute timeout set or shortened since its last
+    touch."""
+    seconds, micros = now
+    now_us = int(seconds) * 1_000_000 + int(micros)
+    created = fields.get("c")
+    if seen is None or created is None or now_us - float(seen) >= refresh * 1000:
+        return True
+    _, absolute, _ = settings.millis
+    return absolute > 0 and int(created) + absolute <= now_us // 1000
 
 
 def visit(
@@ -256,7 +299,23 @@ _ATOMS: dict[object, str] = {True: "true", False: "false", None: "null"}  # thei
 
 def data_of(fields: Mapping[str, bytes]) -> dict[str, Any]:
     """The data among a session's fields, decoded from JSON."""
-    return {name: _DECODE(value.decode()) for name, value in named(fields, "d").items()}
+    return decoded(json_of(fields))
+
+
+def decoded(json: Mapping[str, str]) -> dict[str, Any]:
+    """Data from the JSON of each key (:func:`json_of`)."""
+    if not json:
+        return {}
+    # One parse of an array of every value: a decoder's call costs more than
+    # parsing a session's usual small value. Each value is one JSON text, so
+    # the array has one element per key (a corrupt value fails the zip).
+    values = _DECODE(f"[{','.join(json.values())}]")
+    return dict(zip(json, values, strict=True))
+
+
+def json_of(fields: Mapping[str, bytes]) -> dict[str, str]:
+    """The JSON of each data field among a session's fields, as stored."""
+    return {name: value.decode() for name, value in named(fields, "d").items()}
 
 
 def data(cfg: Config, token: str) -> Op[dict[str, Any]]:

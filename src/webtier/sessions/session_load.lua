@@ -1,13 +1,15 @@
 -- Check one session for a request's load: that it is live, and touch it when
 -- it was last seen at least ARGV[2] ms ago (as a touch without a user or
--- item: last seen and expiry, never creating a session). The caller sends an
--- HGETALL of the hash just before it, in the same pipeline and round trip
--- (ops.load_at): the whole hash crosses into Lua and back out again at a cost
--- of several times the plain HGETALL, so the script reads only the three
--- fields it needs. The HGETALL's hash counts only when this script answers
--- that the session is live: a session deleted or moved between the two
--- (a logout, a login) then answers 0, and one changed between them was read
--- before the change, as a read that came first.
+-- item: last seen and expiry, never creating a session). The caller has the
+-- hash from an HGETALL (ops.load_at): the whole hash crosses into Lua and back
+-- out again at a cost of several times the plain HGETALL, so the script reads
+-- only the three fields it needs. With ARGV[2] = 0 the HGETALL goes just
+-- before it, in the same pipeline; otherwise the caller runs it only when
+-- the HGETALL, the session's score and TIME, read together, show it has work
+-- (most reads: none). The hash counts only when this script answers that
+-- the session is live: a session deleted or moved in between (a logout, a
+-- login) then answers 0, and one changed in between was read before the
+-- change, as a read that came first.
 --
 -- KEYS[1] = the session's hash (fields: session_touch.lua)
 -- KEYS[2] = the shard's recency index: zset token -> last seen (server µs)

@@ -34,19 +34,35 @@ local own = ARGV[3] + 0
 local idle, absolute, backstop, lateness = ARGV[4] + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
 
 local now_text, now_ms = server_now()
+local removed = ARGV[14] + 0
+local first_pair = 15 + removed
+local blob = ARGV[12] == '1'
+-- The data fields this save removes or sets: the limits count them at their
+-- new size, so the pass below skips their stored one. A save changes a key
+-- or two: this table is the pass's only one (a table of every field's size
+-- cost more than the reading: a table grows by rehashing, in Redis's Lua).
+local written = {}
+for i = 15, first_pair - 1 do written['d' .. ARGV[i]] = true end
+for i = first_pair, #ARGV, 2 do written['d' .. ARGV[i]] = true end
+
 local fields = redis.call('HGETALL', key)
 local created, stored_own, stored_user = false, false, false
-local sizes = {}
+local count, bytes = 0, 0
 for i = 1, #fields, 2 do
   local name = fields[i]
-  if name == 'c' then
+  if #name > 1 then
+    if string.byte(name) == 100 and not written[name] then -- 'd', kept as stored
+      count = count + 1
+      bytes = bytes + #fields[i + 1]
+    end
+  elseif name == 'c' then
     created = fields[i + 1] + 0
   elseif name == 'x' then
     stored_own = fields[i + 1] + 0
   elseif name == 'u' then
     stored_user = fields[i + 1]
-  elseif name == 'b' or (#name > 1 and string.byte(name) == 100) then -- 'd'
-    sizes[name] = #fields[i + 1]
+  elseif name == 'b' and not blob then
+    bytes = bytes + #fields[i + 1]
   end
 end
 if own == 0 and stored_own then own = stored_own end
@@ -60,16 +76,11 @@ elseif not touch_deadline(key, recent, id, now_ms, created, idle, absolute, back
   return {0}
 end
 
-local removed = ARGV[14] + 0
-local first_pair = 15 + removed
-for i = 15, first_pair - 1 do sizes['d' .. ARGV[i]] = nil end
-for i = first_pair, #ARGV, 2 do sizes['d' .. ARGV[i]] = #ARGV[i + 1] end
-if ARGV[12] == '1' then sizes['b'] = #ARGV[13] end
-local count, bytes = 0, 0
-for name, size in pairs(sizes) do
-  if name ~= 'b' then count = count + 1 end
-  bytes = bytes + size
+for i = first_pair, #ARGV, 2 do
+  count = count + 1
+  bytes = bytes + #ARGV[i + 1]
 end
+if blob then bytes = bytes + #ARGV[13] end
 if count > ARGV[8] + 0 or bytes > ARGV[9] + 0 then return {-1, count, bytes} end
 
 -- One HDEL and one HSET for every field the save changes: each redis.call
@@ -83,7 +94,7 @@ for i = first_pair, #ARGV, 2 do
   set[#set + 1] = 'd' .. ARGV[i]
   set[#set + 1] = ARGV[i + 1]
 end
-if ARGV[12] == '1' then set[#set + 1] = 'b'; set[#set + 1] = ARGV[13] end
+if blob then set[#set + 1] = 'b'; set[#set + 1] = ARGV[13] end
 if ARGV[11] ~= '' and ARGV[11] ~= stored_user then set[#set + 1] = 'u'; set[#set + 1] = ARGV[11] end
 local deadline, late = session_deadline(now_ms, created, idle, absolute, backstop, lateness)
 local expire_text = string.format('%d', deadline + late)

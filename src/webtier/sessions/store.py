@@ -54,31 +54,32 @@ def encoded(data: Mapping[str, Any]) -> dict[str, str]:
     return {name: ops.encode_value(name, value) for name, value in data.items()}
 
 
-def changes(before: Mapping[str, str], data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def changes(
+    before: Mapping[str, str], data: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str], dict[str, str]]:
     """What a save of ``data`` sends when the session held ``before`` (JSON
-    by key, :func:`encoded`): the keys set to a different value, and the
-    keys removed."""
-    changed = {
-        name: value
-        for name, value in data.items()
-        if before.get(name) != ops.encode_value(name, value)
-    }
-    return changed, [name for name in before if name not in data]
+    by key, :func:`encoded`): the keys set to a different value, the keys
+    removed, and ``data`` :func:`encoded` (what the session holds once the
+    save is done: each value is encoded once a request)."""
+    after = encoded(data)
+    changed = {name: data[name] for name, json in after.items() if before.get(name) != json}
+    return changed, [name for name in before if name not in data], after
 
 
 def read_session(
     cfg: Config, session_id: str, refresh_after: float = 60.0
 ) -> Op[StoredSession | None]:
     """The session, or None when none is live under ``session_id`` (an id of
-    another form included: nothing is sent). One round trip, which also
-    touches a session last seen ``refresh_after`` seconds ago or more."""
+    another form included: nothing is sent). One round trip, and a second
+    that touches a session last seen ``refresh_after`` seconds ago or more."""
     where = place_of(cfg, session_id)
     if where is None:
         return None
     fields = yield from ops.load_at(cfg, where, refresh_after)
     if fields is None:
         return None
-    return StoredSession(ops.data_of(fields), fields.get("b"))
+    json = ops.json_of(fields)
+    return StoredSession(ops.decoded(json), fields.get("b"), json)
 
 
 def exists(cfg: Config, session_id: str) -> Op[bool]:
@@ -228,7 +229,7 @@ def _save(
         lateness,
         settings.max_fields,
         settings.max_data_bytes,
-        new_session_id(),
+        new_session_id() if mode == "create" else "",  # the public id of a created session
         user or "",
         "0" if blob is None else "1",
         b"" if blob is None else blob,

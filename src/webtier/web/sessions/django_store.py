@@ -46,7 +46,7 @@ class SessionStore(SessionBase):  # type: ignore[misc]  # Django ships no types
             # Unknown, expired or of another form: a new session, never this id.
             self._session_key, self._saved = None, {}
             return {}
-        self._saved = store.encoded(found.data)
+        self._saved = found.json
         return dict(found.data)
 
     def exists(self, session_key: str | None) -> bool:
@@ -71,15 +71,16 @@ class SessionStore(SessionBase):  # type: ignore[misc]  # Django ships no types
         if must_create:
             if not self._store.create(self.session_key, data, expiry=expiry, user=user):
                 raise CreateError
-        else:
-            changed, removed = store.changes(self._saved, data)
-            relisted = auth.SESSION_KEY in changed  # a login: listed among the user's
-            saved = self._store.save(
-                self.session_key, changed, removed, expiry=expiry, user=user, user_changed=relisted
-            )
-            if not saved:
-                raise UpdateError  # deleted meanwhile (a logout): never resurrected
-        self._saved = store.encoded(data)
+            self._saved = store.encoded(data)
+            return None
+        changed, removed, after = store.changes(self._saved, data)
+        relisted = auth.SESSION_KEY in changed  # a login: listed among the user's
+        saved = self._store.save(
+            self.session_key, changed, removed, expiry=expiry, user=user, user_changed=relisted
+        )
+        if not saved:
+            raise UpdateError  # deleted meanwhile (a logout): never resurrected
+        self._saved = after
         return None
 
     def cycle_key(self) -> None:

@@ -39,7 +39,12 @@ class FlaskSession(CallbackDict[str, Any], SessionMixin):
     """``flask.session``: a dict that knows what was stored of it."""
 
     def __init__(
-        self, data: dict[str, Any] | None = None, sid: str | None = None, *, permanent: bool
+        self,
+        data: dict[str, Any] | None = None,
+        sid: str | None = None,
+        *,
+        permanent: bool,
+        saved: dict[str, str] | None = None,
     ) -> None:
         def changed(session: FlaskSession) -> None:
             session.modified = session.accessed = True
@@ -48,7 +53,7 @@ class FlaskSession(CallbackDict[str, Any], SessionMixin):
         self.sid = sid  # None until the first save creates the session
         self.unavailable: RedisUnavailable | None = None  # served as anonymous: Redis away
         # Each key's JSON as read or last saved: a save sends what differs.
-        self.saved = store.encoded(data or {})
+        self.saved = store.encoded(data or {}) if saved is None else saved
         if data is None:
             self.permanent = permanent
             self.modified = False
@@ -122,7 +127,7 @@ class SessionInterface(FlaskSessionInterface):
             return session
         if found is None:
             return FlaskSession(sid=None, permanent=self._permanent(app))
-        return FlaskSession(found.data, sid, permanent=self._permanent(app))
+        return FlaskSession(found.data, sid, permanent=self._permanent(app), saved=found.json)
 
     def regenerate(self, session: FlaskSession) -> None:
         """A new id for ``session``, its data kept, the old id dead at once:
@@ -177,8 +182,9 @@ class SessionInterface(FlaskSessionInterface):
         user = None if data.get(self.user_key) is None else str(data[self.user_key])
         if session.sid is None:
             session.sid = self._create(data, expiry, user)
+            session.saved = store.encoded(data)
         else:
-            changed, removed = store.changes(session.saved, data)
+            changed, removed, after = store.changes(session.saved, data)
             relisted = self.user_key in changed  # a login: listed among the user's
             if (changed or removed) and not self.tier.session_store.save(
                 session.sid, changed, removed, expiry=expiry, user=user, user_changed=relisted
@@ -186,7 +192,7 @@ class SessionInterface(FlaskSessionInterface):
                 # Ended meanwhile: a save must not bring it (and its user) back.
                 response.delete_cookie(name, domain=domain, path=path)
                 return
-        session.saved = store.encoded(data)
+            session.saved = after
         if session.modified or self.should_set_cookie(app, session):
             response.set_cookie(
                 name,

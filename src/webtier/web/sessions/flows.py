@@ -34,8 +34,8 @@ T = TypeVar("T")
 
 def load(cfg: Config, state: SessionState) -> Op[str | None]:
     """The session's user, and its whole hash kept for the request's other
-    reads: one round trip, once per request, which also touches a session
-    idle for ``refresh_after``."""
+    reads: one round trip, once per request, and a second that touches a
+    session idle for ``refresh_after``."""
     if state.loaded:
         return state.user
     state.loaded = True

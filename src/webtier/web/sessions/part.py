@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
 from webtier.errors import RedisUnavailable
-from webtier.sessions import store
+from webtier.sessions import ops, store
 from webtier.web.sessions.adapter import Adapter, header_values, merge_headers
 from webtier.web.sessions.aio import AsyncSession
 from webtier.web.sessions.cookie import Where, came_through_proxy
@@ -64,7 +64,8 @@ class SessionRequest:
         with time_limit(self.part.options.time_limit):
             if self.part.scope_session:
                 scope["session"] = await self.session.data() if self.state.token else {}
-                self.saved = store.encoded(scope["session"])
+                # The data's JSON as loaded (none when anonymous): not encoded again.
+                self.saved = ops.json_of(self.state.fields) if self.state.fields else {}
             await app(scope, receive, send)
 
     async def finish(self, headers: list[tuple[bytes, bytes]]) -> None:
@@ -81,7 +82,7 @@ async def _save_scope_session(
     session: AsyncSession, data: dict[str, Any], saved: dict[str, str]
 ) -> None:
     """Writes the keys of ``scope["session"]`` the request changed or removed."""
-    changed, removed = store.changes(saved, data)
+    changed, removed, _ = store.changes(saved, data)
     if changed:
         await session.update(changed)
     if removed:
