@@ -97,8 +97,12 @@ class RedisSentinel:
     @property
     def url(self) -> str:
         """A webtier URL (``redis+sentinel://``) naming every sentinel."""
+        return self.url_naming(self.sentinels)
+
+    def url_naming(self, sentinels: list[RedisServer]) -> str:
+        """A webtier URL naming ``sentinels``, in that order."""
         auth = "" if self.password is None else f":{self.password}@"
-        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in sentinels)
         query = ""
         if self.sentinel_password is not None:
             query = f"?sentinel_password={self.sentinel_password}"
@@ -185,6 +189,87 @@ class RedisSentinel:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> RedisSentinel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class StaleSentinel:
+    """A sentinel that names a replica as the master of a deployment's
+    service, as a sentinel that has not yet heard of a failover names the
+    old master, but for as long as it runs: listed first in a URL
+    (:meth:`url`), it is the first a client asks.
+
+    It watches a replica of a server of its own, outside the deployment:
+    sentinels meet, and pass each other newer configurations, through the
+    servers they watch, so the deployment's sentinels never meet it and
+    neither side updates the other. Its ``down-after-milliseconds`` is an
+    hour: a master that reports itself a replica is deemed down after that
+    plus 20 s, and a sentinel reporting it down would be skipped by flags
+    alone."""
+
+    deployment: RedisSentinel
+    source: RedisServer  # outside the deployment
+    replica: RedisServer  # what the sentinel names as the master
+    sentinel: RedisServer
+
+    @classmethod
+    def start(cls, deployment: RedisSentinel, binary: str | None = None) -> StaleSentinel:
+        directory = deployment.directory
+        auth: tuple[str, ...] = ()
+        if deployment.password is not None:
+            auth = ("--requirepass", deployment.password, "--masterauth", deployment.password)
+        started: list[RedisServer] = []
+        try:
+            source = RedisServer.start(binary, *auth, port=free_port(), directory=directory)
+            started.append(source)
+            replica = RedisServer.start(
+                binary,
+                *auth,
+                "--replicaof",
+                "127.0.0.1",
+                str(source.port),
+                port=free_port(),
+                directory=directory,
+            )
+            started.append(replica)
+            service = deployment.service
+            lines = [
+                f"sentinel monitor {service} 127.0.0.1 {replica.port} 1",
+                f"sentinel down-after-milliseconds {service} 3600000",
+            ]
+            if deployment.password is not None:
+                lines.append(f"sentinel auth-pass {service} {deployment.password}")
+            if deployment.sentinel_password is not None:
+                lines.append(f"requirepass {deployment.sentinel_password}")
+            config = directory / "sentinel-stale.conf"
+            config.write_text("\n".join(lines) + "\n")
+            sentinel = RedisServer.start(
+                binary, "--sentinel", port=free_port(), directory=directory, config=config
+            )
+            started.append(sentinel)
+        except BaseException:
+            for server in started:
+                server.kill()
+            raise
+        return cls(deployment, source, replica, sentinel)
+
+    @property
+    def url(self) -> str:
+        """The deployment's URL with this sentinel listed first."""
+        return self.deployment.url_naming([self.sentinel, *self.deployment.sentinels])
+
+    def names(self) -> tuple[str, int] | None:
+        """The address this sentinel gives as the master."""
+        return self.deployment.master_address(self.sentinel)
+
+    def stop(self) -> None:
+        for server in (self.sentinel, self.replica, self.source):
+            server.kill()
+
+    def __enter__(self) -> StaleSentinel:
         return self
 
     def __exit__(self, *exc: object) -> None:
