@@ -133,8 +133,8 @@ class RedisSentinel:
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         """Until every sentinel names the same, reachable master, sees all
-        its replicas up and every other sentinel, and every replica's link
-        to the master is up."""
+        its replicas up, reporting themselves replicas of it, and every
+        other sentinel, and every replica's link to the master is up."""
 
         def settled() -> bool:
             masters = {self.master_address(s) for s in self.sentinels}
@@ -146,7 +146,22 @@ class RedisSentinel:
                 with contextlib.closing(self.sentinel_client(sentinel, socket_timeout=2)) as client:
                     state = client.sentinel_master(self.service)
                     replicas = client.sentinel_slaves(self.service)
-                up = [r for r in replicas if not (r["is_sdown"] or r["is_odown"])]
+                # Up, and seen by this sentinel as the replica it is: the old
+                # master of a failover is made a replica about 10 s after it,
+                # and a sentinel that has not yet seen it report so (it polls
+                # each second) makes it one again. A failover asked meanwhile
+                # that promotes it has it demoted by that sentinel at once, and
+                # the sentinels then name a replica as the master, with none
+                # left, until they deem it down (down-after-milliseconds + 20
+                # s) and fail over again: the 25 to 30 s a planned failover
+                # under writes took in some runs of the fault suite.
+                up = [
+                    r
+                    for r in replicas
+                    if not (r["is_sdown"] or r["is_odown"])
+                    and r.get("role-reported") == "slave"
+                    and r.get("master-port") == master.port
+                ]
                 epochs.add(state["config-epoch"])
                 # The leader of a failover names the promoted replica as the
                 # master while it still reconfigures the other replicas; until
