@@ -165,7 +165,7 @@ class _MasterConnection(SentinelManagedConnection):
         pool: Any = self.connection_pool
         manager: _Sentinels = pool.sentinel_manager
         failure: BaseException = MasterNotFoundError(f"no master of {pool.service_name!r}")
-        for _ in manager.sentinels:
+        for _ in range(len(manager.sentinels)):  # as many tries as sentinels
             address = pool.get_master_address()  # MasterNotFoundError: raised as it is
             try:
                 connection.connect_to(address)
