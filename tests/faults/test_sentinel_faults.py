@@ -38,7 +38,7 @@ from tests.faults.workloads import CAPABILITIES
 from tests.helpers.servers import BINARIES
 from webtier.config import Config
 from webtier.counters.ops import RECORD
-from webtier.testing import RedisSentinel, RedisServer
+from webtier.testing import RedisSentinel, RedisServer, StaleSentinel
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]  # loads under faults: CI, not the quick run
 
@@ -579,6 +579,58 @@ def test_a_planned_failover_under_writes(
         f"failures {refusals.most_common(4)}"
     )
     assert not violations, violations
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_a_stale_sentinel_first_through_a_planned_failover(
+    deployment: RedisSentinel, api: str
+) -> None:
+    # The URL's first sentinel names a replica as the master throughout (a
+    # sentinel behind the others, kept so): a client writes to the real
+    # master, follows it through a planned failover once the sentinels
+    # agree on the new one, and a client made after the failover, asking
+    # the stale sentinel first again, writes to the new master too. No
+    # write is ever sent to the replica the stale sentinel names.
+    config = Config(prefix=f"ss{api}{int(time.time() * 1000) % 10**8}")
+    old = deployment.current_master()
+    placed: list[int] = []  # the port each write went to, as the client had it after
+
+    async def scenario(stale: StaleSentinel) -> int:
+        if api == "sync":
+            with webtier.open(stale.url, config=config) as tier:
+                tier.counters.record("hits")
+                placed.append(tier.client.connection_pool.master_address[1])
+                failover(deployment, deployment.sentinels[-1])
+                deployment.wait_healthy()
+                tier.counters.record("hits")
+                placed.append(tier.client.connection_pool.master_address[1])
+            with webtier.open(stale.url, config=config) as tier:
+                tier.counters.record("hits")
+                placed.append(tier.client.connection_pool.master_address[1])
+                return sum(c for _, c in tier.counters.get("hits", 86400))
+        async with webtier.open_async(stale.url, config=config) as atier:
+            await atier.counters.record("hits")
+            placed.append(atier.client.server.settings.port)
+            await asyncio.to_thread(failover, deployment, deployment.sentinels[-1])
+            await asyncio.to_thread(deployment.wait_healthy)
+            await atier.counters.record("hits")
+            placed.append(atier.client.server.settings.port)
+        async with webtier.open_async(stale.url, config=config) as atier:
+            await atier.counters.record("hits")
+            placed.append(atier.client.server.settings.port)
+            return sum(c for _, c in await atier.counters.get("hits", 86400))
+
+    with StaleSentinel.start(deployment, BINARIES["standalone"]) as stale:
+        try:
+            stored = asyncio.run(scenario(stale))
+        finally:
+            deployment.wait_healthy()
+        refused = refused_readonly(deployment, stale.replica)
+    new = deployment.current_master()
+    assert new is not old
+    assert placed == [old.port, new.port, new.port]
+    assert stored == 3
+    assert refused == 0
 
 
 class SentinelKill(Fault):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -23,7 +23,7 @@ from tests.helpers.cli import webtier_cli
 from tests.helpers.servers import BINARIES
 from webtier._core.mux import MuxClient
 from webtier._core.mux.settings import settings_from
-from webtier.testing import RedisSentinel, RedisServer, free_port
+from webtier.testing import RedisSentinel, RedisServer, StaleSentinel, free_port
 
 pytestmark = pytest.mark.anyio
 # "redis-py-async": connect_async(url, client="redis-py"), redis-py's asyncio Sentinel.
@@ -110,6 +110,34 @@ async def test_a_service_the_sentinels_do_not_watch(
         await recorded(url, api, config)
 
 
+@pytest.fixture
+def stale(sentinel: RedisSentinel) -> Iterator[StaleSentinel]:
+    """A sentinel naming a replica as the master, first in :attr:`StaleSentinel.url`."""
+    with StaleSentinel.start(sentinel, BINARIES["standalone"]) as running:
+        yield running
+
+
+def readonly_refusals(server: RedisServer) -> int:
+    """The ``READONLY`` refusals ``server`` answered since it started."""
+    with contextlib.closing(server.client(socket_timeout=5)) as client:
+        return int(client.info("errorstats").get("errorstat_READONLY", {}).get("count", 0))
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+async def test_a_sentinel_naming_a_replica_is_passed_over(
+    sentinel: RedisSentinel, stale: StaleSentinel, api: str, config: webtier.Config
+) -> None:
+    # The first sentinel of the URL names a replica as the master, as one
+    # that has not yet heard of a failover names the old master: the
+    # replica says what it is in the connection's greeting, before any
+    # command, and the next sentinel's answer is taken. Every write lands
+    # on the master, and none was ever sent to the replica.
+    assert stale.names() == ("127.0.0.1", stale.replica.port)
+    assert await recorded(stale.url, api, config) == 3
+    assert keys_on(sentinel, sentinel.current_master(), config.prefix)
+    assert readonly_refusals(stale.replica) == 0
+
+
 class Pointing:
     """Where the master is, as a sentinel that is behind would say: the
     addresses given in turn, the last one from then on."""
@@ -118,14 +146,24 @@ class Pointing:
 
     def __init__(self, *addresses: tuple[str, int]) -> None:
         self.addresses = list(addresses)
+        self.answers = len(addresses)
         self.asked = 0
 
     def next(self) -> tuple[str, int]:
         self.asked += 1
         return self.addresses.pop(0) if len(self.addresses) > 1 else self.addresses[0]
 
-    async def master(self, loop: asyncio.AbstractEventLoop) -> tuple[str, int]:
-        return self.next()
+    async def masters(
+        self, loop: asyncio.AbstractEventLoop, failures: list[str]
+    ) -> AsyncIterator[tuple[tuple[str, int], tuple[str, int]]]:
+        for _ in range(self.answers):  # as many sentinels as addresses, each naming one
+            yield ("127.0.0.1", 0), self.next()
+
+    def trust(self, sentinel: tuple[str, int]) -> None:
+        pass
+
+    def none_gave(self, what: str, failures: list[str]) -> str:
+        return f"no sentinel gave the {what}: {failures}"
 
     async def listen(self, heard: object) -> None:
         await asyncio.Event().wait()  # announces nothing: READONLY must move the client
@@ -150,8 +188,8 @@ async def test_a_replica_answering_readonly_is_left_for_the_master_async(
     sentinel: RedisSentinel, config: webtier.Config
 ) -> None:
     # The first answer names a replica (a sentinel behind a failover): the
-    # write is refused there (READONLY, so not applied), the sentinels are
-    # asked again, and the write is applied once, on the master.
+    # replica says so in the connection's greeting, the next answer is
+    # taken, and the write is applied once, on the master.
     from webtier._core.mux.sentinel import MasterNode
 
     pointing = Pointing(*replica_and_master(sentinel))

@@ -4,12 +4,16 @@ greeting a new connection sends."""
 
 from __future__ import annotations
 
+import dataclasses
 import ssl
+from typing import Any
 
 import pytest
 
+from webtier._core.mux.dial import NotMaster, check_master
 from webtier._core.mux.settings import settings_from
 from webtier._core.mux.slots import SLOTS, SlotMap, slot_of
+from webtier._core.sentinel import role_in
 from webtier.errors import ConfigError
 
 REPLY = [
@@ -66,6 +70,33 @@ def test_a_plain_connection_is_greeted_with_a_ping_and_a_password_with_auth() ->
         "/tmp/redis.sock",
         (("SELECT", 2),),
     )
+
+
+def test_a_sentinels_master_is_greeted_with_a_hello_that_says_its_role() -> None:
+    # HELLO, not ROLE (which needs @admin): last on RESP2, the greeting's
+    # own on RESP3, so the check costs no round trip.
+    plain = dataclasses.replace(settings_from("redis://:pw@localhost/2", {}), master_only=True)
+    assert plain.greeting() == (("AUTH", "pw"), ("SELECT", 2), ("HELLO", 2))
+    resp3 = settings_from("redis://localhost/0?protocol=3", {})
+    assert dataclasses.replace(resp3, master_only=True).greeting() == (("HELLO", 3),)
+
+
+@pytest.mark.parametrize(
+    ("hello", "role"),
+    [
+        ([b"server", b"redis", b"role", b"master", b"modules", []], "master"),
+        ({b"role": b"replica", b"proto": 3}, "replica"),
+        (["role", "sentinel"], "sentinel"),  # a client that decodes
+        ([b"server", b"redis"], "unknown"),
+    ],
+)
+def test_the_role_in_a_hello_reply(hello: Any, role: str) -> None:
+    assert role_in(hello) == role
+    if role == "master":
+        check_master(hello, "10.0.0.1:6379")
+    else:
+        with pytest.raises(NotMaster, match=rf"is not a master \(its role: {role}\)"):
+            check_master(hello, "10.0.0.1:6379")
 
 
 def test_tls_settings_make_a_context() -> None:

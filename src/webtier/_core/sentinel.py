@@ -9,7 +9,9 @@ both). The other query parameters are redis-py's, for the master's
 connections.
 
 The sync client is redis-py's (``Sentinel.master_for``): each new connection
-asks the sentinels where the master is. The executor makes it follow a
+asks the sentinels where the master is, and goes on to the next sentinel's
+answer when the server named says it is not a master (a sentinel that has
+not yet heard of a failover names the old master). The executor makes it follow a
 failover (:func:`follow_master`): a ``READONLY`` reply or a broken send makes
 the wire refresh, which asks the sentinels again and closes the idle
 connections to a master that is no longer one. The asyncio side is
@@ -30,9 +32,14 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.asyncio.sentinel import SentinelConnectionPool as AsyncSentinelConnectionPool
 from redis.backoff import NoBackoff
-from redis.connection import parse_url
+from redis.connection import SSLConnection, parse_url
 from redis.retry import Retry
-from redis.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool
+from redis.sentinel import (
+    MasterNotFoundError,
+    Sentinel,
+    SentinelConnectionPool,
+    SentinelManagedConnection,
+)
 
 from webtier._core.replicas import opted_in
 from webtier.errors import ConfigError
@@ -127,7 +134,7 @@ def connect_sentinel(target: SentinelTarget, options: dict[str, Any]) -> redis.R
     kwargs, asked, tls = _client_options(target, options)
     # A sentinel that is down is skipped for the next, not retried.
     asked["retry"] = Retry(NoBackoff(), 0)
-    sentinel = _Sentinels(list(target.sentinels), sentinel_kwargs=asked)  # type: ignore[no-untyped-call]
+    sentinel = _Sentinels(list(target.sentinels), sentinel_kwargs=asked)
     client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
         target.service,
         redis_class=redis.Redis,
@@ -143,10 +150,70 @@ def connect_sentinel(target: SentinelTarget, options: dict[str, Any]) -> redis.R
     return client
 
 
+class _MasterConnection(SentinelManagedConnection):
+    """A connection to the master the sentinels name, once the server says
+    it is one (its ``role`` in a ``HELLO`` reply, sent after the greeting:
+    ``ROLE`` would need ``@admin``): as redis.io's guidelines for Sentinel
+    clients ask. A server that is not a master, or not reached, is passed
+    over for the next sentinel's answer (the sentinel that named it is
+    asked last from then on); none left, the last failure is raised."""
+
+    def _connect_retry(self) -> None:
+        connection: Any = self  # redis-py's Connection is untyped
+        if connection._sock:
+            return
+        pool: Any = self.connection_pool
+        manager: _Sentinels = pool.sentinel_manager
+        failure: BaseException = MasterNotFoundError(f"no master of {pool.service_name!r}")
+        for _ in range(len(manager.sentinels)):  # as many tries as sentinels
+            address = pool.get_master_address()  # MasterNotFoundError: raised as it is
+            try:
+                connection.connect_to(address)
+                connection.send_command("HELLO", int(self.protocol or 2))
+                role = role_in(self.read_response())
+            except (rx.AuthenticationError, rx.AuthorizationError):
+                raise
+            except (rx.ConnectionError, rx.TimeoutError) as error:
+                failure = error
+            else:
+                if role == "master":
+                    return
+                failure = rx.ConnectionError(
+                    f"{address[0]}:{address[1]} is not a master (its role: {role})"
+                )
+            connection.disconnect()
+            manager.passed_over(address)
+        raise failure
+
+
+class _MasterSSLConnection(_MasterConnection, SSLConnection):
+    pass
+
+
+def role_in(hello: Any) -> str:
+    """The ``role`` in a ``HELLO`` reply: a map on RESP3, its keys and
+    values in turn on RESP2; bytes, or text if the client decodes."""
+    pairs = hello.items() if isinstance(hello, dict) else zip(hello[::2], hello[1::2], strict=True)
+    for key, value in pairs:
+        if _text(key) == "role":
+            return _text(value)
+    return "unknown"
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
 class _MasterPool(SentinelConnectionPool):
-    """The master's pool, holding the replicas' when the URL asked for replica reads."""
+    """The master's pool, of connections that check the server is a master,
+    holding the replicas' when the URL asked for replica reads."""
 
     replicas: SentinelConnectionPool | None = None
+
+    def __init__(self, service_name: str, sentinel_manager: Any, **kwargs: Any) -> None:
+        tls = kwargs.pop("ssl", False)
+        kwargs["connection_class"] = _MasterSSLConnection if tls else _MasterConnection
+        super().__init__(service_name, sentinel_manager, **kwargs)  # type: ignore[no-untyped-call]
 
 
 def replica_pool(pool: Any) -> SentinelConnectionPool | None:
@@ -192,7 +259,13 @@ def _master_in(
 
 
 class _Sentinels(Sentinel):
-    """redis-py's Sentinel, saying in one line why no master was found."""
+    """redis-py's Sentinel, saying in one line why no master was found, and
+    asking last a sentinel whose answer was passed over."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        # Each address named, the sentinel that last named it.
+        self._named: dict[tuple[str, int], Any] = {}
 
     def discover_master(self, service_name: str) -> tuple[str, int]:
         failures = []
@@ -205,8 +278,17 @@ class _Sentinels(Sentinel):
             found = _master_in(self, masters, service_name, _sentinel_name(sentinel), failures)
             if found is not None:  # the one that answered is asked first next time
                 self.sentinels[0], self.sentinels[index] = sentinel, self.sentinels[0]
+                self._named[found] = sentinel
                 return found
         raise _no_master(service_name, failures)
+
+    def passed_over(self, address: tuple[str, int]) -> None:
+        """The server at ``address`` is not the master: the sentinel that
+        named it is asked last from now on."""
+        sentinel = self._named.pop(address, None)
+        if sentinel in self.sentinels:
+            self.sentinels.remove(sentinel)
+            self.sentinels.append(sentinel)
 
 
 class _AsyncSentinels(AsyncSentinel):

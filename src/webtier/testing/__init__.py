@@ -15,6 +15,13 @@ persistence, started in a temporary directory and killed on ``stop()``.
 """
 
 from webtier.testing.redis_servers import RedisCluster, RedisServer, find_redis_cli, free_port
-from webtier.testing.sentinel import RedisSentinel
+from webtier.testing.sentinel import RedisSentinel, StaleSentinel
 
-__all__ = ["RedisCluster", "RedisSentinel", "RedisServer", "find_redis_cli", "free_port"]
+__all__ = [
+    "RedisCluster",
+    "RedisSentinel",
+    "RedisServer",
+    "StaleSentinel",
+    "find_redis_cli",
+    "free_port",
+]

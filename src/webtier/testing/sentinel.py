@@ -97,8 +97,12 @@ class RedisSentinel:
     @property
     def url(self) -> str:
         """A webtier URL (``redis+sentinel://``) naming every sentinel."""
+        return self.url_naming(self.sentinels)
+
+    def url_naming(self, sentinels: list[RedisServer]) -> str:
+        """A webtier URL naming ``sentinels``, in that order."""
         auth = "" if self.password is None else f":{self.password}@"
-        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in sentinels)
         query = ""
         if self.sentinel_password is not None:
             query = f"?sentinel_password={self.sentinel_password}"
@@ -129,8 +133,8 @@ class RedisSentinel:
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         """Until every sentinel names the same, reachable master, sees all
-        its replicas up and every other sentinel, and every replica's link
-        to the master is up."""
+        its replicas up, reporting themselves replicas of it, and every
+        other sentinel, and every replica's link to the master is up."""
 
         def settled() -> bool:
             masters = {self.master_address(s) for s in self.sentinels}
@@ -142,7 +146,22 @@ class RedisSentinel:
                 with contextlib.closing(self.sentinel_client(sentinel, socket_timeout=2)) as client:
                     state = client.sentinel_master(self.service)
                     replicas = client.sentinel_slaves(self.service)
-                up = [r for r in replicas if not (r["is_sdown"] or r["is_odown"])]
+                # Up, and seen by this sentinel as the replica it is: the old
+                # master of a failover is made a replica about 10 s after it,
+                # and a sentinel that has not yet seen it report so (it polls
+                # each second) makes it one again. A failover asked meanwhile
+                # that promotes it has it demoted by that sentinel at once, and
+                # the sentinels then name a replica as the master, with none
+                # left, until they deem it down (down-after-milliseconds + 20
+                # s) and fail over again: the 25 to 30 s a planned failover
+                # under writes took in some runs of the fault suite.
+                up = [
+                    r
+                    for r in replicas
+                    if not (r["is_sdown"] or r["is_odown"])
+                    and r.get("role-reported") == "slave"
+                    and r.get("master-port") == master.port
+                ]
                 epochs.add(state["config-epoch"])
                 # The leader of a failover names the promoted replica as the
                 # master while it still reconfigures the other replicas; until
@@ -185,6 +204,87 @@ class RedisSentinel:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> RedisSentinel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class StaleSentinel:
+    """A sentinel that names a replica as the master of a deployment's
+    service, as a sentinel that has not yet heard of a failover names the
+    old master, but for as long as it runs: listed first in a URL
+    (:meth:`url`), it is the first a client asks.
+
+    It watches a replica of a server of its own, outside the deployment:
+    sentinels meet, and pass each other newer configurations, through the
+    servers they watch, so the deployment's sentinels never meet it and
+    neither side updates the other. Its ``down-after-milliseconds`` is an
+    hour: a master that reports itself a replica is deemed down after that
+    plus 20 s, and a sentinel reporting it down would be skipped by flags
+    alone."""
+
+    deployment: RedisSentinel
+    source: RedisServer  # outside the deployment
+    replica: RedisServer  # what the sentinel names as the master
+    sentinel: RedisServer
+
+    @classmethod
+    def start(cls, deployment: RedisSentinel, binary: str | None = None) -> StaleSentinel:
+        directory = deployment.directory
+        auth: tuple[str, ...] = ()
+        if deployment.password is not None:
+            auth = ("--requirepass", deployment.password, "--masterauth", deployment.password)
+        started: list[RedisServer] = []
+        try:
+            source = RedisServer.start(binary, *auth, port=free_port(), directory=directory)
+            started.append(source)
+            replica = RedisServer.start(
+                binary,
+                *auth,
+                "--replicaof",
+                "127.0.0.1",
+                str(source.port),
+                port=free_port(),
+                directory=directory,
+            )
+            started.append(replica)
+            service = deployment.service
+            lines = [
+                f"sentinel monitor {service} 127.0.0.1 {replica.port} 1",
+                f"sentinel down-after-milliseconds {service} 3600000",
+            ]
+            if deployment.password is not None:
+                lines.append(f"sentinel auth-pass {service} {deployment.password}")
+            if deployment.sentinel_password is not None:
+                lines.append(f"requirepass {deployment.sentinel_password}")
+            config = directory / "sentinel-stale.conf"
+            config.write_text("\n".join(lines) + "\n")
+            sentinel = RedisServer.start(
+                binary, "--sentinel", port=free_port(), directory=directory, config=config
+            )
+            started.append(sentinel)
+        except BaseException:
+            for server in started:
+                server.kill()
+            raise
+        return cls(deployment, source, replica, sentinel)
+
+    @property
+    def url(self) -> str:
+        """The deployment's URL with this sentinel listed first."""
+        return self.deployment.url_naming([self.sentinel, *self.deployment.sentinels])
+
+    def names(self) -> tuple[str, int] | None:
+        """The address this sentinel gives as the master."""
+        return self.deployment.master_address(self.sentinel)
+
+    def stop(self) -> None:
+        for server in (self.sentinel, self.replica, self.source):
+            server.kill()
+
+    def __enter__(self) -> StaleSentinel:
         return self
 
     def __exit__(self, *exc: object) -> None:

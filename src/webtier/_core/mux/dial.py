@@ -1,7 +1,9 @@
 """Opening one connection: connect (TCP, unix socket or TLS), then greet the
 server (HELLO, AUTH, CLIENT SETNAME, SELECT) in one round trip, all within
 the connect timeout. Something that answers, but not as Redis, is a
-``ConfigError`` at once (see :mod:`webtier._core.not_redis`). A refusal of
+``ConfigError`` at once (see :mod:`webtier._core.not_redis`). A Sentinel's master
+must say it is one (its role in the greeting's ``HELLO`` reply), else
+:class:`NotMaster`, a failure to connect like any other. A refusal of
 the greeting is said as what it means:
 wrong credentials are an outage of this client (``AuthenticationError``,
 which the wire reports as such), a database the server lacks is a
@@ -21,10 +23,18 @@ from webtier._core.mux.settings import Settings
 from webtier._core.not_redis import GREETING_END
 from webtier._core.protocol import Command
 from webtier._core.redis_errors import as_webtier_error
+from webtier._core.sentinel import role_in
 from webtier._core.tls_check import NOT_TLS, speaks_plain_redis_async
 from webtier.errors import ConfigError
 
 _CONNECT_FAILURES = (OSError, rx.ConnectionError, rx.TimeoutError)
+
+
+class NotMaster(rx.ConnectionError):
+    """The server where a Sentinel's master was looked for is not a master:
+    nothing was sent to it."""
+
+
 # hiredis's stub types the argument as a 1-tuple; it takes any command tuple.
 _pack: Any = hiredis.pack_command
 
@@ -110,3 +120,13 @@ async def _greet(link: Link, settings: Settings) -> None:
             if not isinstance(meaning, ConfigError):
                 meaning = ConfigError(f"{settings.name} refused the connection's greeting: {reply}")
             raise meaning from reply
+    if settings.master_only:
+        # HELLO is the greeting's first command on RESP3, its last on RESP2.
+        check_master(outcome.replies[0 if settings.protocol == 3 else -1], settings.name)
+
+
+def check_master(hello: Any, name: str) -> None:
+    """Raise :class:`NotMaster` unless ``hello`` (a ``HELLO`` reply) says ``role: master``."""
+    role = role_in(hello)
+    if role != "master":
+        raise NotMaster(f"{name} is not a master (its role: {role})")

@@ -2,10 +2,17 @@
 through the sentinels, and found again when it may have changed.
 
 The sentinels are asked (``SENTINEL get-master-addr-by-name``), in turn,
-the last one that answered first, before each new connection to the master
-(so a failed connect, or a connection the failover closed, asks again), and
-when the wire refreshes after a ``READONLY`` reply (the old master, now a
-replica) or a broken send. A connection to a master that is no longer one
+the last one whose answer proved true first, before each new connection to
+the master (so a failed connect, or a connection the failover closed, asks
+again), and when the wire refreshes after a ``READONLY`` reply (the old
+master, now a replica) or a broken send. An answer proves true when the
+server it names says it is a master (its role in a ``HELLO`` reply, on the
+connection's greeting: no round trip more): a sentinel that has not yet
+heard of a failover names the old master, a replica by now, and taking its
+word sent every write there to be refused (``READONLY``), the sentinels
+asked again, the same one answering first, until it heard; such an answer
+is passed over for the next sentinel's, as redis.io's guidelines for
+Sentinel clients ask. A connection to a master that is no longer one
 is retired, not cut: the commands already on it get their replies (a
 ``READONLY`` refusal, sent again to the new master by the wire's rules),
 then it closes.
@@ -30,12 +37,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import hiredis
 from redis import exceptions as rx
 
-from webtier._core.mux.dial import pack
+from webtier._core.mux.dial import check_master, open_link, pack
 from webtier._core.mux.link import Link, outcome_of
 from webtier._core.mux.node import Node, drop
 from webtier._core.mux.settings import Settings
@@ -46,6 +54,11 @@ _ASK_FAILURES = (OSError, rx.ConnectionError, rx.TimeoutError, TimeoutError)
 # replica it promoted) and every failover it learnt of (the new master).
 ANNOUNCEMENTS = (b"+promoted-slave", b"+switch-master")
 _LISTEN_FAILURES = (*_ASK_FAILURES, rx.RedisError, hiredis.ProtocolError, EOFError)
+# Why a server a sentinel named is passed over for the next one's answer:
+# not a master (NotMaster, a ConnectionError), or not reached. A refusal of
+# the credentials or of the database is raised as it is: every server of
+# the service would say the same.
+_NOT_THERE = (OSError, rx.TimeoutError, TimeoutError, rx.ConnectionError)
 _QUIET = 5.0  # seconds without a message before a PING checks the sentinel is there
 _PAUSES = (0.05, 0.1, 0.2, 0.5, 1.0)  # before subscribing again, after each failure in a row
 
@@ -71,11 +84,28 @@ class MasterFinder:
         self._nodes: dict[tuple[str, int], Node] = {}
         self._failures = 0  # subscriptions to the sentinels failed in a row (see listen)
 
-    async def master(self, loop: asyncio.AbstractEventLoop) -> tuple[str, int]:
-        """The master's address, as the first sentinel that knows it says.
-        Raises ``ConnectionError`` naming every sentinel's failure."""
-        reply = await self._ask(loop, "master", "get-master-addr-by-name")
-        return reply[0].decode(), int(reply[1])
+    async def masters(
+        self, loop: asyncio.AbstractEventLoop, failures: list[str]
+    ) -> AsyncGenerator[tuple[tuple[str, int], tuple[str, int]]]:
+        """Each sentinel's answer in turn, the next one asked only once the
+        one before is found wanting: (the sentinel, the master it names).
+        Why a sentinel named none is appended to ``failures``. Call
+        :meth:`trust` with the sentinel whose answer proved true."""
+        replies = self._replies(loop, "get-master-addr-by-name", failures)
+        async with contextlib.aclosing(replies):
+            async for sentinel, reply in replies:
+                if reply:
+                    yield sentinel, (reply[0].decode(), int(reply[1]))
+                else:
+                    failures.append(f"{_named(sentinel)}: no master named {self.service!r}")
+
+    def trust(self, sentinel: tuple[str, int]) -> None:
+        """The sentinel whose answer proved true is asked first next time
+        (and listened to, from the next subscription): one behind a
+        failover, whose answer did not, stays where it was."""
+        if sentinel in self.sentinels:
+            self.sentinels.remove(sentinel)
+            self.sentinels.insert(0, sentinel)
 
     async def replicas(self, loop: asyncio.AbstractEventLoop) -> list[tuple[str, int]]:
         """The addresses of the master's replicas the first sentinel that
@@ -94,10 +124,25 @@ class MasterFinder:
 
     async def _ask(self, loop: asyncio.AbstractEventLoop, what: str, subcommand: str) -> Any:
         """The reply of the first sentinel that answers ``SENTINEL
-        <subcommand> <service>`` (an empty one only for the replicas)."""
+        <subcommand> <service>``."""
+        failures: list[str] = []
+        async with contextlib.aclosing(self._replies(loop, subcommand, failures)) as replies:
+            async for sentinel, reply in replies:
+                self.trust(sentinel)
+                return reply
+        raise rx.ConnectionError(self.none_gave(what, failures))
+
+    def none_gave(self, what: str, failures: list[str]) -> str:
+        return f"no sentinel gave the {what} of {self.service!r}: {'; '.join(failures)}"
+
+    async def _replies(
+        self, loop: asyncio.AbstractEventLoop, subcommand: str, failures: list[str]
+    ) -> AsyncGenerator[tuple[tuple[str, int], Any]]:
+        """Each sentinel's reply to ``SENTINEL <subcommand> <service>`` in
+        turn, as the caller asks for the next; a sentinel that fails is
+        skipped, why appended to ``failures``."""
         command = ("SENTINEL", subcommand, self.service)
-        failures = []
-        for index, address in enumerate(list(self.sentinels)):
+        for address in list(self.sentinels):
             node = self._nodes.get(address)
             if node is None:
                 node = self._nodes[address] = Node(self._settings.at(*address))
@@ -112,15 +157,7 @@ class MasterFinder:
             if isinstance(reply, BaseException):
                 failures.append(f"{node.name}: {reply}")
                 continue
-            if not reply and what == "master":
-                failures.append(f"{node.name}: no master named {self.service!r}")
-                continue
-            # The one that answered is asked first next time.
-            self.sentinels.insert(0, self.sentinels.pop(index))
-            return reply
-        raise rx.ConnectionError(
-            f"no sentinel gave the {what} of {self.service!r}: {'; '.join(failures)}"
-        )
+            yield address, reply
 
     def close(self) -> None:
         for node in self._nodes.values():
@@ -198,6 +235,10 @@ async def _reply(reader: asyncio.StreamReader, parser: Any) -> Any:
     return reply
 
 
+def _named(address: tuple[str, int]) -> str:
+    return f"{address[0]}:{address[1]}"
+
+
 def _announced(message: Any, service: str) -> tuple[str, int] | None:
     """The new master's address in a message on one of the
     :data:`ANNOUNCEMENTS` about ``service``, else None. The messages:
@@ -214,14 +255,20 @@ def _announced(message: Any, service: str) -> tuple[str, int] | None:
 
 
 class MasterNode(Node):
-    """The connections to whichever server the sentinels name master."""
+    """The connections to whichever server the sentinels name master, once
+    it says it is one: a sentinel that has not yet heard of a failover
+    names the old master, maybe a replica by now (answering ``READONLY``);
+    its answer is set aside for the next sentinel's. The check rides on
+    each new connection's greeting (a ``HELLO`` and its ``role``: no round
+    trip more), and on the connection already open when the sentinels are
+    asked again about the server it reaches."""
 
     def __init__(self, settings: Settings, finder: MasterFinder) -> None:
-        super().__init__(settings)
+        super().__init__(dataclasses.replace(settings, master_only=True))
         self.finder = finder
         self.name = f"the master of {finder.service!r}"
         self._locating: asyncio.Task[None] | None = None
-        self._fresh = False  # just asked (a refresh): the next dial need not ask again
+        self._fresh = False  # just located (asked, or announced): the next dial need not ask
         # The sentinels' announcements followed (see the module's words):
         # off only to measure what they save.
         self.listening = True
@@ -234,7 +281,10 @@ class MasterNode(Node):
         if not self._fresh:
             await self.relocate(loop)
         self._fresh = False
-        link = await super()._dial(index, loop)
+        located = self.links[index]  # the connection the locating opened, if here
+        link = located if located is not None and located.usable(loop) else None
+        if link is None:
+            link = await super()._dial(index, loop)
         self._listen(loop)
         return link
 
@@ -251,13 +301,18 @@ class MasterNode(Node):
                 loop.create_task(self.relocate(loop)).add_done_callback(_seen)
             else:
                 self._moved(address, loop)
+                # Newer than what a sentinel may answer (the others hear of
+                # the failover after its leader announces it): the next
+                # connection goes there, its greeting checking it is master.
+                self._fresh = True
 
         self._listener = loop.create_task(self.finder.listen(heard))
         self._listener.add_done_callback(_seen)
 
     async def relocate(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Ask the sentinels where the master is; if it moved, retire the
-        connections to the old one. Concurrent callers share one asking."""
+        """Ask the sentinels where the master is, until one names a server
+        that says it is; if it moved, retire the connections to the old
+        one. Concurrent callers share one locating."""
         task = self._locating
         if task is None or task.done() or task.get_loop() is not loop:
             task = self._locating = loop.create_task(self._locate(loop))
@@ -265,9 +320,57 @@ class MasterNode(Node):
         await asyncio.shield(task)
 
     async def _locate(self, loop: asyncio.AbstractEventLoop) -> None:
-        address = await self.finder.master(loop)
-        self._fresh = True
-        self._moved(address, loop)
+        failures: list[str] = []
+        tried: set[tuple[str, int]] = set()
+        async with contextlib.aclosing(self.finder.masters(loop, failures)) as answers:
+            async for sentinel, address in answers:
+                if address in tried:  # already found wanting in this round
+                    failures.append(f"{_named(sentinel)}: names {_named(address)} too")
+                    continue
+                tried.add(address)
+                try:
+                    opened = await self._checked(address, loop)
+                except (rx.AuthenticationError, rx.AuthorizationError):
+                    raise
+                except _NOT_THERE as error:
+                    failures.append(f"{_named(sentinel)}: names {_named(address)}: {error}")
+                    continue
+                self.finder.trust(sentinel)
+                self._moved(address, loop)
+                if opened is not None:
+                    self._keep(opened, loop)
+                self._fresh = True
+                return
+        raise rx.ConnectionError(self.finder.none_gave("master", failures))
+
+    async def _checked(
+        self, address: tuple[str, int], loop: asyncio.AbstractEventLoop
+    ) -> Link | None:
+        """Proof that the server at ``address`` is a master: a new
+        connection to it, greeted as one (returned), or, if one is open
+        already, its answer to the role check on it (None returned).
+        Raises :class:`NotMaster`, or why it could not be reached."""
+        if address == (self.settings.host, self.settings.port):
+            link = self.ready(loop)
+            if link is not None:
+                outcome = outcome_of(await link.send(pack([self.settings.role_check()]), 1).future)
+                reply = outcome.error or outcome.replies[0]
+                if isinstance(reply, BaseException):
+                    raise rx.ConnectionError(f"{self.settings.name}: {reply}")
+                check_master(reply, self.settings.name)
+                return None
+        return await open_link(self.settings.at(*address), loop)
+
+    def _keep(self, link: Link, loop: asyncio.AbstractEventLoop) -> None:
+        """``link``, to the master just located, takes a free place (closed
+        if none is: every other one is open to it already)."""
+        for index, old in enumerate(self.links):
+            if old is None or not old.usable(loop):
+                if old is not None:
+                    drop(old, loop)
+                self.links[index] = link
+                return
+        link.close()
 
     def _moved(self, address: tuple[str, int], loop: asyncio.AbstractEventLoop) -> None:
         """The master is at ``address``: if it moved, the connections to the

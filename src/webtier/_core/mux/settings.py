@@ -80,6 +80,9 @@ class Settings:
     connections: int = 1  # per node
     max_in_flight: int = MAX_IN_FLIGHT  # commands per connection
     max_queued_bytes: int = MAX_QUEUED_BYTES  # unwritten bytes per connection
+    # The server must say it is a master before a command is sent (a
+    # Sentinel's: a sentinel behind a failover names the old one).
+    master_only: bool = False
     extras: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -111,7 +114,15 @@ class Settings:
                 commands.append(("CLIENT", "SETNAME", self.client_name))
         if self.db:
             commands.append(("SELECT", self.db))
+        if self.master_only and self.protocol == 2:
+            commands.append(self.role_check())
         return tuple(commands) or (("PING",),)
+
+    def role_check(self) -> Command:
+        """The command whose reply says the server's role: ``HELLO``, not
+        ``ROLE``, which a user without ``@admin`` may not send; it keeps
+        the connection's protocol (RESP3's greeting sends it anyway)."""
+        return ("HELLO", self.protocol)
 
 
 def _replace(settings: Settings, **changes: Any) -> Settings:
