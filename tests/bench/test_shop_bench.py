@@ -42,6 +42,7 @@ ROWS = [
     "Redis server CPU per request: webtier vs the book",
     "cached item page (X-Cache: HIT), time in the app, p99",
     "anonymous views of the top 10,000 items served without SQL",
+    "item page views answered from the page cache, every visitor",
     "cached item page: Redis round trips",
 ]  # fmt: skip
 WRK_ROWS = [
