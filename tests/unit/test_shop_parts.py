@@ -56,8 +56,12 @@ def test_an_item_path_is_the_books_item_page() -> None:
     other = PAGE_RULES.plan(config, PageRequest("GET", "/item/43", host="shop"))
     assert other is not None
     assert other.digest != plan.digest
-    for path in ("/cart", "/flash-sale", "/item/42/more"):
+    for path in ("/cart", "/item/42/more"):
         assert PAGE_RULES.plan(config, PageRequest("GET", path, host="shop")) is None
+    # The flash sale: for every visitor (holes), half a second.
+    flash = PAGE_RULES.plan(config, PageRequest("GET", "/flash-sale", host="shop"))
+    assert flash is not None
+    assert (flash.holes, flash.ttl, flash.item) == (True, 0.5, None)
     assert PAGE_RULES.plan(config, PageRequest("POST", "/item/42", host="shop")) is None
     with_query = PAGE_RULES.plan(config, PageRequest("GET", "/item/42", "x=1", host="shop"))
     assert with_query is not None
