@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import random
 import re
 import time
@@ -36,6 +37,7 @@ with extra_needed("shop", "the load generator"):
     import httpx
 
 _ORDER = re.compile(r"/orders/(\d+)$")
+log = logging.getLogger("webtier.loadgen")
 
 
 class _VisitOver(Exception):
@@ -66,11 +68,24 @@ class _Visit:
             raise _VisitOver
         route = route_of(method, path)
         started = time.perf_counter()
+        headers = cookie_header(self.visitor.cookies)
         try:
-            response = await self.http.request(
-                method, path, data=form, headers=cookie_header(self.visitor.cookies)
-            )
+            try:
+                response = await self.http.request(method, path, data=form, headers=headers)
+            except httpx.RemoteProtocolError:
+                if method != "GET":
+                    raise
+                # The server closed a kept-alive connection as this request
+                # went out on it: a browser sends a GET again, on a new one.
+                response = await self.http.request(method, path, headers=headers)
         except httpx.HTTPError as error:
+            log.warning(
+                "loadgen: %s %s: no answer after %.1f s: %r",
+                method,
+                path,
+                time.perf_counter() - started,
+                error,
+            )
             self.recorder.transport_error(route)
             raise _VisitOver from error
         self.recorder.response(route, response.status_code, time.perf_counter() - started)
