@@ -13,6 +13,7 @@ import pytest
 
 import webtier
 from tests.faults.figures import FIGURES
+from tests.faults.servers import DURABLE
 from tests.helpers.django_shop import django_serving
 from tests.helpers.servers import BINARIES
 from webtier.config import RetryPolicy
@@ -60,7 +61,10 @@ def test_a_django_shop_with_the_whole_cluster_down_answers_503_never_500(prefix:
 def test_a_django_shop_recovers_when_its_server_comes_back(prefix: str, fault: str) -> None:
     # Killed, the server refuses connections; stopped, it hangs them: the
     # middleware's time limit (1 s an operation) answers 503 in time.
-    with RedisServer.start(BINARIES["standalone"], "--appendonly", "yes") as server:
+    # Every acknowledged write on disk (appendfsync always): with everysec,
+    # Redis may answer a write it has not yet written to its AOF (while an
+    # fsync is pending on a busy disk), which a kill -9 then loses.
+    with RedisServer.start(BINARIES["standalone"], *DURABLE) as server:
         client = webtier.connect(server.url)  # 5 s socket timeout: only the limit helps
         tier = webtier.WebTier(client, webtier.Config(prefix=prefix))
         with django_serving(tier) as base, httpx.Client(base_url=base, timeout=30) as http:
