@@ -123,19 +123,24 @@ def spawned_children(pid: int) -> list[int]:
     return children
 
 
-@pytest.mark.slow
-def test_the_demo_on_worker_processes(redis_url: str, prefix: str, tmp_path: Path) -> None:
-    env = fresh_machine(tmp_path)
-    demo = subprocess.Popen(
+def two_worker_demo(redis_url: str, prefix: str, tmp_path: Path) -> subprocess.Popen[str]:
+    """``webtier demo --workers 2`` on a fresh machine, in a process group of
+    its own (a Ctrl-C reaches the whole group, as in a terminal)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "webtier", "--url", redis_url, "--prefix", prefix,
          "--database", f"sqlite:///{tmp_path}/shop.db",
          "demo", "--port", "0", "--items", "50", "--no-traffic", "--workers", "2"],
-        env=env,
+        env=fresh_machine(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        start_new_session=True,  # Ctrl-C reaches the whole group, as in a terminal
+        start_new_session=True,
     )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_demo_on_worker_processes(redis_url: str, prefix: str, tmp_path: Path) -> None:
+    demo = two_worker_demo(redis_url, prefix, tmp_path)
     shown: list[str] = []
     try:
         found = read_until(demo, URL, shown)
@@ -170,17 +175,7 @@ def test_ctrl_c_while_the_workers_start_stops_them_without_a_traceback(
     # The terminal's Ctrl-C reaches every process of the group, workers still
     # importing too: they end quietly (by the demo's SIGTERM), however far
     # each had got.
-    env = fresh_machine(tmp_path)
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "webtier", "--url", redis_url, "--prefix", prefix,
-         "--database", f"sqlite:///{tmp_path}/shop.db",
-         "demo", "--port", "0", "--items", "50", "--no-traffic", "--workers", "2"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )  # fmt: skip
+    demo = two_worker_demo(redis_url, prefix, tmp_path)
     try:
         wait_for(lambda: len(spawned_children(demo.pid)) == 2, "the workers spawned")
         os.killpg(demo.pid, signal.SIGINT)
