@@ -4,6 +4,7 @@ copies, and the serve operation fed replies by hand."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from webtier.config import Config, PageCacheSettings, RankingSettings
 from webtier.errors import ConfigError
 from webtier.pagecache import BOOK_RULES, CacheRoute, PageRequest, PageRules, SetAdmission
 from webtier.pagecache.copies import decode, encode, make_page
+from webtier.pagecache.holes import ANONYMOUS, Holes, Visit
 from webtier.pagecache.request import is_private, normalized_query, wants_fresh
 from webtier.types import Rendered
 from webtier.web.pagecache import policy
@@ -555,3 +557,39 @@ def test_a_prepared_page_answers_as_page_response_does() -> None:
         assert policy.Prepared(page).response(request, "HIT", 1010.0) == policy.page_response(
             page, request, "HIT", 1010.0
         )
+
+
+def test_a_page_with_holes_is_filled_once_for_every_visitor_without_a_session() -> None:
+    made: list[str | None] = []
+
+    def who(visit: Visit) -> str:
+        made.append(visit.user)
+        return visit.user or "guest"
+
+    holes = Holes({"who": who})
+    body = b"<p>" + holes.mark("who").encode() + b"</p>" + b"x" * 3000
+    plain, places = holes.split(body)
+    page = make_page(CFG, Rendered(200, OK, plain, 300.0, holes=places), 300.0, 1000.0)
+    prepared = policy.Prepared(page)
+    gzip_asked = {"accept-encoding": "gzip"}
+
+    first = prepared.response({}, "HIT", 1010.0, ANONYMOUS, holes)
+    assert first[2].startswith(b"<p>guest</p>")
+    assert prepared.response({}, "HIT", 1011.0, ANONYMOUS, holes)[2] == first[2]
+    packed = prepared.response(gzip_asked, "HIT", 1011.0, ANONYMOUS, holes)[2]
+    assert gzip.decompress(packed) == first[2]
+    assert prepared.response(gzip_asked, "HIT", 1012.0, ANONYMOUS, holes)[2] is packed
+    etag = dict(first[1])["etag"]
+    assert prepared.response({"if-none-match": etag}, "HIT", 1012.0, ANONYMOUS, holes)[0] == 304
+    assert made == [None]  # filled once for all of them
+
+    # A visitor's own parts, every time; never kept for the visitors without one.
+    for _ in range(2):
+        ann = prepared.response(gzip_asked, "HIT", 1013.0, Visit(user="ann"), holes)
+        assert gzip.decompress(ann[2]).startswith(b"<p>ann</p>")
+    assert prepared.response({}, "HIT", 1014.0, ANONYMOUS, holes)[2] == first[2]
+    assert made == [None, "ann", "ann"]
+
+    # Another layer's holes (another app on the same page): its own fills.
+    other = Holes({"who": lambda visit: "someone"})
+    assert prepared.response({}, "HIT", 1015.0, ANONYMOUS, other)[2].startswith(b"<p>someone</p>")

@@ -75,16 +75,23 @@ def shop_holes(pages: Jinja2Templates) -> Holes:
     templates' ``hole`` to their markers."""
     parts = pages.env.get_template("_visitor.html").module
 
+    # Each part is a macro of a plain value or two, and the same values come
+    # again and again (a user's name, small cart counts): each made once.
+    made = functools.partial(functools.lru_cache, maxsize=4096)
+    greeting, cart_badge = made()(parts.greeting), made()(parts.cart_badge)  # type: ignore[attr-defined]
+    quantity, buy_label = made()(parts.quantity), made()(parts.buy_label)  # type: ignore[attr-defined]
+    viewed = made()(parts.viewed)  # type: ignore[attr-defined]
+
     def in_cart(visit: Visit, item: str) -> int:
         return visit.cart.get(item, 0)
 
     holes = Holes(
         {
-            "greeting": lambda visit: parts.greeting(visit.user, CSRF_PLACEHOLDER),  # type: ignore[attr-defined]
-            "cart_badge": lambda visit: parts.cart_badge(visit.cart_units),  # type: ignore[attr-defined]
-            "quantity": lambda visit, item: parts.quantity(in_cart(visit, item)),  # type: ignore[attr-defined]
-            "buy_label": lambda visit, item: parts.buy_label(in_cart(visit, item)),  # type: ignore[attr-defined]
-            "viewed": lambda visit: parts.viewed(visit.viewed),  # type: ignore[attr-defined]
+            "greeting": lambda visit: greeting(visit.user, CSRF_PLACEHOLDER),
+            "cart_badge": lambda visit: cart_badge(visit.cart_units),
+            "quantity": lambda visit, item: quantity(in_cart(visit, item)),
+            "buy_label": lambda visit, item: buy_label(in_cart(visit, item)),
+            "viewed": lambda visit: viewed(visit.viewed),
         }
     )
     pages.env.globals["hole"] = holes.mark

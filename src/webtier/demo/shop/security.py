@@ -21,6 +21,7 @@ their own.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import re
@@ -93,8 +94,10 @@ class Defences:
         self.app, self.session, self.posts = app, session, frozenset(posts)
         # A key of its own, so the session cookie's key never signs anything else.
         self.key = hmac.new(secret, b"webtier shop: csrf", hashlib.sha256).digest()
+        # Every page of a visitor carries the same token: made once.
+        self.token = functools.lru_cache(maxsize=4096)(self._token)
 
-    def token(self, binding: str) -> str:
+    def _token(self, binding: str) -> str:
         """The token of forms for the visitor ``binding`` names."""
         digest = hmac.new(self.key, binding.encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
@@ -207,7 +210,8 @@ class Defences:
             if visitor is not None and _VISITOR_ID.fullmatch(visitor):
                 return self.token(f"visitor\0{visitor}"), None
             visitor = secrets.token_urlsafe(32)
-            return self.token(f"visitor\0{visitor}"), self._visitor_cookie(scope, visitor)
+            # (A new visitor's first token: not kept, most never come back.)
+            return self._token(f"visitor\0{visitor}"), self._visitor_cookie(scope, visitor)
         return self.token(binding), None
 
     def _visitor_cookie(self, scope: Scope, visitor: str) -> Morsel[str]:

@@ -116,7 +116,7 @@ class Prepared:
     with holes, its parts between holes once compressed). Kept by
     :class:`HotPages` while the page is served, so a hit does that work once."""
 
-    __slots__ = ("_packed", "_plain", "headers", "page")
+    __slots__ = ("_anonymous", "_packed", "_plain", "headers", "page")
 
     def __init__(self, page: Page) -> None:
         self.page = page
@@ -129,6 +129,9 @@ class Prepared:
         self.headers = headers
         self._plain: bytes | None = None
         self._packed: list[bytes] | None = None
+        # A page with holes as every visitor without a session gets it (most
+        # of its answers), made once.
+        self._anonymous: _Filled | None = None
 
     def plain_body(self) -> bytes:
         if self._plain is None:
@@ -173,22 +176,42 @@ class Prepared:
         so a visitor's browser revalidates what that visitor saw."""
         page, plain = self.page, self.plain_body()
         places = page.holes
-        # Without the app's holes (a page stored with holes, served by a
-        # layer given none) each hole stays empty.
-        fills = fill.fills_for(places, visit) if fill is not None else [b""] * len(places)
-        body = holes.filled(plain, places, fills)
-        etag = weak_etag(body)
-        headers.append(("etag", etag))
+        known = self._anonymous
+        if visit is holes.ANONYMOUS and known is not None and known.fill is fill:
+            filled = known
+        else:
+            # Without the app's holes (a page stored with holes, served by a
+            # layer given none) each hole stays empty.
+            fills = fill.fills_for(places, visit) if fill is not None else [b""] * len(places)
+            filled = _Filled(fill, fills, holes.filled(plain, places, fills))
+            if visit is holes.ANONYMOUS:  # the same for every such visitor
+                self._anonymous = filled
+        body = filled.body
+        headers.append(("etag", filled.etag))
         if_none_match = request_headers.get("if-none-match")
-        if if_none_match is not None and _etag_matches(etag, if_none_match):
+        if if_none_match is not None and _etag_matches(filled.etag, if_none_match):
             return 304, _not_modified(headers), b""
         if page.gzipped and accepts_gzip(request_headers):
-            if self._packed is None:
-                self._packed = [holes.deflated(part) for part in holes.segments(plain, places)]
-            body = holes.gzip_filled(self._packed, fills, body)
+            if filled.gzipped is None:
+                if self._packed is None:
+                    self._packed = [holes.deflated(part) for part in holes.segments(plain, places)]
+                filled.gzipped = holes.gzip_filled(self._packed, filled.fills, body)
+            body = filled.gzipped
             headers.append(("content-encoding", "gzip"))
         headers.append(("content-length", str(len(body))))
         return page.status, headers, body
+
+
+class _Filled:
+    """A page's body with its holes filled for one visit, its tag, and its
+    gzip once a client asked for it."""
+
+    __slots__ = ("body", "etag", "fill", "fills", "gzipped")
+
+    def __init__(self, fill: holes.Holes | None, fills: list[bytes], body: bytes) -> None:
+        self.fill, self.fills, self.body = fill, fills, body
+        self.etag = weak_etag(body)
+        self.gzipped: bytes | None = None
 
 
 class HotPages:

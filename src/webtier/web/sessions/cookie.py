@@ -26,6 +26,10 @@ log = logging.getLogger("webtier.sessions.cookie")
 PROXY_HEADERS = frozenset({"forwarded", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"})
 
 
+# Made once per visitor and key: a request checks its cookie once or more
+# (the session middleware, and often a CSRF guard in front of it), and the
+# visitor's next requests carry the same cookie.
+@functools.lru_cache(maxsize=4096)
 def _mac(key: bytes, name: str, token: str) -> str:
     # The cookie's name is signed too: a value signed for one cookie is
     # refused in another that shares the key.
@@ -92,6 +96,9 @@ def came_through_proxy(header_names: Iterable[str]) -> bool:
     return any(name.lower() in PROXY_HEADERS for name in header_names)
 
 
+# Both parse an address on every request that sets a cookie (ipaddress is
+# slow); the same few hosts and peers come again and again.
+@functools.lru_cache(maxsize=1024)
 def is_remote_peer(peer: str) -> bool:
     """Whether ``peer`` (the address the request came from) is an IP
     address of another machine; a name (a test client's) or nothing (a unix
@@ -102,6 +109,7 @@ def is_remote_peer(peer: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=1024)
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a Host header: name or address, maybe a port) names
     this machine."""

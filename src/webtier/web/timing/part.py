@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from webtier._core.deadline import time_limit
 from webtier._core.extras import extra_needed
@@ -52,7 +52,36 @@ def starlette_route(scope: Scope) -> str | None:
         "headers": scope.get("headers", []),
         "path_params": {},
     }
-    return _template(router.routes, arrived, "")
+    return _MATCHED.template(router, arrived)
+
+
+class _Matched:
+    """Templates matched again from the top, by what a match reads: the
+    router (and its number of routes), the path, root path, method and
+    ``Host``. Pages answered from the page cache come again and again, and
+    matching walks every route of every mount. At most ``entries``; the
+    oldest goes first. Each entry holds its router, so no other router can
+    take its ``id`` while the entry lives."""
+
+    def __init__(self, entries: int = 4096) -> None:
+        self.entries = entries
+        self._known: dict[tuple[object, ...], tuple[object, str | None]] = {}
+
+    def template(self, router: Any, arrived: Scope) -> str | None:
+        host = next((v for k, v in arrived["headers"] if k == b"host"), None)
+        key = (id(router), len(router.routes), arrived["type"], arrived["path"],
+               arrived["root_path"], arrived["method"], host)  # fmt: skip
+        known = self._known.get(key)
+        if known is not None and known[0] is router:
+            return known[1]
+        template = _template(router.routes, arrived, "")
+        if len(self._known) >= self.entries:
+            self._known.pop(next(iter(self._known)), None)
+        self._known[key] = (router, template)
+        return template
+
+
+_MATCHED = _Matched()
 
 
 def _template(routes: Sequence[BaseRoute], scope: Scope, prefix: str) -> str | None:
