@@ -43,7 +43,9 @@ SUB_BUCKETS = StatsSettings(relative_error=0.01).sub_buckets
 
 @dataclass
 class _Request:
+    task: asyncio.Task[Any] | None  # the request's own: what it sends is its round trips
     sql: int = 0
+    round_trips: int = 0
 
 
 @dataclass
@@ -54,6 +56,10 @@ class Counts:
     round_trips: int = 0
     cpu_at_reset: float = field(default_factory=time.process_time)
     hit_buckets: dict[str, int] = field(default_factory=dict)  # seconds of cached item pages
+    hit_round_trips: int = 0  # the cached item pages' own (not a background flush's)
+    # The same of cached item pages with a visitor's parts filled (holes).
+    filled_buckets: dict[str, int] = field(default_factory=dict)
+    filled_round_trips: int = 0
     top_views: int = 0  # item views of the top items by visitors without a session
     top_views_without_sql: int = 0
     item_views: int = 0  # 200 answers of item pages, every visitor
@@ -63,12 +69,17 @@ class Counts:
 
     def figures(self) -> dict[str, Any]:
         hits = Histogram(SUB_BUCKETS, dict(self.hit_buckets))
+        filled = Histogram(SUB_BUCKETS, dict(self.filled_buckets))
         return {
             "sql": self.sql,
             "round_trips": self.round_trips,
             "cpu_seconds": time.process_time() - self.cpu_at_reset,
             "hits": hits.count,
             "hit_p99_seconds": hits.percentile(99),
+            "hit_round_trips": self.hit_round_trips,
+            "filled_hits": filled.count,
+            "filled_hit_p99_seconds": filled.percentile(99),
+            "filled_hit_round_trips": self.filled_round_trips,
             "top_views": self.top_views,
             "top_views_without_sql": self.top_views_without_sql,
             "item_views": self.item_views,
@@ -80,6 +91,13 @@ class Counts:
 
 COUNTS = Counts()
 _REQUEST: contextvars.ContextVar[_Request | None] = contextvars.ContextVar("bench", default=None)
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # a worker thread's call (SQL, a sync client): no loop
+        return None
 
 
 def count_sql(engine: sa.Engine) -> None:
@@ -100,16 +118,22 @@ def count_round_trips() -> None:
     async_send: Any = redis.asyncio.connection.AbstractConnection.send_packed_command
     queue: Any = Link.send
 
-    def queued(self: Any, *args: Any) -> Any:
+    def counted() -> None:
         COUNTS.round_trips += 1
+        request = _REQUEST.get()  # tasks a request starts inherit it: not theirs
+        if request is not None and request.task is _current_task():
+            request.round_trips += 1
+
+    def queued(self: Any, *args: Any) -> Any:
+        counted()
         return queue(self, *args)
 
     def sent(self: Any, *args: Any, **kwargs: Any) -> Any:
-        COUNTS.round_trips += 1
+        counted()
         return sync_send(self, *args, **kwargs)
 
     async def sent_async(self: Any, *args: Any, **kwargs: Any) -> Any:
-        COUNTS.round_trips += 1
+        counted()
         return await async_send(self, *args, **kwargs)
 
     redis.connection.AbstractConnection.send_packed_command = sent  # type: ignore[method-assign]
@@ -138,7 +162,7 @@ class Measured:
         if scope["type"] != "http" or not path.startswith("/item/"):
             await self.app(scope, receive, send)
             return
-        request = _Request()
+        request = _Request(_current_task())
         token = _REQUEST.set(request)
         cache = b""
         began = time.perf_counter()
@@ -160,7 +184,12 @@ class Measured:
         counts = COUNTS
         if cache == b"HIT":
             bucket = bucket_of(elapsed, SUB_BUCKETS)
-            counts.hit_buckets[bucket] = counts.hit_buckets.get(bucket, 0) + 1
+            if self._has_session(scope):
+                counts.filled_buckets[bucket] = counts.filled_buckets.get(bucket, 0) + 1
+                counts.filled_round_trips += request.round_trips
+            else:
+                counts.hit_buckets[bucket] = counts.hit_buckets.get(bucket, 0) + 1
+                counts.hit_round_trips += request.round_trips
         if status == 200:
             counts.item_views += 1
             counts.item_views_cached += cache == b"HIT"

@@ -44,6 +44,8 @@ ROWS = [
     "anonymous views of the top 10,000 items served without SQL",
     "item page views answered from the page cache, every visitor",
     "cached item page: Redis round trips",
+    "cached item page with a logged-in visitor's parts filled (holes), time in the app, p99",
+    "cached item page, filled: Redis round trips",
 ]  # fmt: skip
 WRK_ROWS = [
     "shop mix, requests/s: webtier, two uvicorn workers vs one",
