@@ -10,6 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
+import redis
+import redis.cluster
 
 import webtier
 from tests.helpers.ops import sampled_pick
@@ -94,6 +96,31 @@ async def test_a_view_recorded_after_the_session_ended_counts_once(tier: Any) ->
     assert state.token not in (None, token)
     assert await tier.ranking.top(5) == [("42", 1.0)]
     assert await tier.sessions.recently_viewed(state.token) == ["42"]
+
+
+@pytest.mark.matrix
+async def test_a_page_visit_reads_its_own_view_after_a_script_flush(
+    tier: Any, redis_url: str
+) -> None:
+    # The view's script and the read of the hash go in one pipeline; a server
+    # that lost its scripts (a restart, a failover, SCRIPT FLUSH) answers the
+    # script NOSCRIPT, and the read ran before it: it goes again after it.
+    token = await tier.sessions.new()
+    run = tier.transport.run
+    if not isinstance(tier, webtier.AsyncWebTier):
+        run = functools.partial(anyio.to_thread.run_sync, run)
+    client = webtier.connect(redis_url)
+    try:
+        for item in ("1", "2"):
+            if isinstance(client, redis.cluster.RedisCluster):
+                nodes = redis.cluster.RedisCluster.ALL_NODES
+                client.execute_command("SCRIPT FLUSH", target_nodes=nodes)
+            else:
+                client.script_flush()
+            fields = await run(sessions.ops.visit(tier.config, token, 60, item))
+            assert sessions.ops.viewed_of(tier.config, fields)[0] == item
+    finally:
+        webtier.disconnect(client)
 
 
 @pytest.mark.matrix

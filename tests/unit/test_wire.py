@@ -290,14 +290,38 @@ def test_the_hot_path_is_not_settled_by_an_error_or_a_broken_send() -> None:
 def test_an_exchange_recovers_from_the_executors_own_first_send() -> None:
     call = ScriptCall(SCRIPT, ("k",), (1,))
     step = (write("k", call, idempotent=False), read("k", ("GET", "k")))
-    first = Outcome([rx.NoScriptError("No matching script"), b"v"])
+    first = Outcome([rx.NoScriptError("No matching script"), b"before"])
     wire = exchange(step, POLICY, first)
-    assert next(wire) == Locate(("k",))  # where the one command left goes now
-    action = wire.send([("server", None)])  # not the first send again: the script is loaded
-    assert action == Send("k", (("SCRIPT", "LOAD", b"return 1"), call.command()))
+    assert next(wire) == Locate(("k", "k"))  # where what is left goes now
+    action = wire.send([("server", None)] * 2)  # not the first send again: the script is loaded
+    # The read went before the script ran: it goes again after it.
+    assert action == Send("k", (("SCRIPT", "LOAD", b"return 1"), call.command(), ("GET", "k")))
     with pytest.raises(StopIteration) as done:
-        wire.send(Outcome([b"sha", 7]))
-    assert done.value.value == [[7], [b"v"]]
+        wire.send(Outcome([b"sha", 7, b"after"]))
+    assert done.value.value == [[7], [b"after"]]
+
+
+def test_after_a_script_loaded_again_only_what_may_run_twice_goes_again() -> None:
+    call = ScriptCall(SCRIPT, ("k",), (1,))
+    step = (
+        read("k", ("GET", "k")),  # before the script: its reply stands
+        write("k", call, idempotent=False),
+        write("k", ("INCR", "n"), idempotent=False),  # ran once: never again
+        write("k", ("SET", "s", "1"), idempotent=True),
+        read("k", ("HGETALL", "h")),
+    )
+    noscript = rx.NoScriptError("No matching script")
+    first = Outcome([b"g", noscript, 1, b"OK", [b"f", b"old"]])
+    wire = exchange(step, POLICY, first)
+    next(wire)
+    action = wire.send([("server", None)] * 3)
+    assert action == Send(
+        "k",
+        (("SCRIPT", "LOAD", b"return 1"), call.command(), ("SET", "s", "1"), ("HGETALL", "h")),
+    )
+    with pytest.raises(StopIteration) as done:
+        wire.send(Outcome([b"sha", 7, b"OK", [b"f", b"new"]]))
+    assert done.value.value == [[b"g"], [7], [1], [b"OK"], [[b"f", b"new"]]]
 
 
 def test_a_lost_write_in_the_executors_own_send_is_never_sent_again() -> None:

@@ -198,9 +198,16 @@ def _settle(
     again: list[_Item],
     fixes: set[_Fix],
 ) -> BaseException | None:
-    """File the replies of one send; queue what must be sent again."""
+    """File the replies of one send; queue what must be sent again.
+
+    A send is one pipeline, run in order: what follows a script is meant to
+    see its effect (a read of what it wrote). A script the node did not
+    know (NOSCRIPT) ran not at all, so the commands after it that may run
+    twice (reads, idempotent writes) go again after it, once it is loaded;
+    a write that may not run twice keeps its place, and its reply."""
     replies = iter(outcome.replies)
     cause: BaseException | None = None
+    reloading = False  # a script before this item goes again
     for index, item in enumerate(group):
         got = [next(replies, _UNREAD) for _ in item.commands()]
         if _UNREAD in got:  # the exchange broke before this item was answered
@@ -213,9 +220,12 @@ def _settle(
             )
             continue
         if not _is_error(reply):
+            item.load, item.ask = False, None
+            if reloading and (item.idempotent or not item.writes):
+                again.append(item)  # its reply came before the script ran
+                continue
             if isinstance(results[item.req], list):
                 results[item.req][item.pos] = reply
-            item.load, item.ask = False, None
             continue
         fix = _fix_for(reply)
         assert fix is not None
@@ -223,6 +233,7 @@ def _settle(
         cause = reply
         item.load = fix is _Fix.LOAD
         item.ask = Address(reply.host, int(reply.port)) if fix is _Fix.ASK else None
+        reloading = reloading or item.load
         again.append(item)
     return cause
 
