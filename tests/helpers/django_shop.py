@@ -71,6 +71,18 @@ def logout(request: Any) -> HttpResponse:
     return HttpResponse("bye")
 
 
+# A user of django.contrib.auth's kind, for auth.login (which needs no
+# database: the user is never saved, as this Django has none).
+from django.contrib.auth.base_user import AbstractBaseUser  # noqa: E402  (needs the settings)
+
+
+class Shopper(AbstractBaseUser):  # type: ignore[django-manager-missing,misc]
+    USERNAME_FIELD = "id"
+
+    class Meta:
+        app_label = "django_shop"
+
+
 # The holes of the item pages (tests/integration/test_pagecache_holes_django.py).
 HOLES = Holes({"who": lambda visit: visit.user or "guest", "cart": lambda visit: visit.cart_units})
 

@@ -256,11 +256,13 @@ def _wsgi_status(app: Any, method: str, path: str) -> int:
         urls.urlpatterns = app["urlpatterns"]  # type: ignore[attr-defined]
         sys.modules["page_urls"] = urls
         middleware = [m for m in app["MIDDLEWARE"] if m is not ...]  # the reader's others
+        engine = {"SESSION_ENGINE": app["SESSION_ENGINE"]} if "SESSION_ENGINE" in app else {}
         try:
             with override_settings(
                 ROOT_URLCONF="page_urls",
                 MIDDLEWARE=middleware,
                 WEBTIER_SESSIONS=app["WEBTIER_SESSIONS"],
+                **engine,
             ):
                 return (
                     Client()

@@ -22,6 +22,7 @@ from webtier.errors import ConfigError
 from webtier.sessions.store import place_of
 from webtier.testing import RedisServer
 from webtier.web.sessions.flask import SessionInterface
+from webtier.web.sessions.flask_interface import FlaskSession
 
 PARALLEL = 200  # requests per client in the lost-update test, two clients at once
 
@@ -103,6 +104,47 @@ def test_a_value_is_set_modified_and_deleted_across_requests(tier: webtier.WebTi
     assert client.get("/get").data == b"43"
     assert client.post("/delete").data == b"value deleted"
     assert client.get("/get").data == b"no value set"
+
+
+def test_a_request_that_leaves_its_session_alone_sets_no_cookie_and_no_vary(
+    tier: webtier.WebTier,
+) -> None:
+    """A page that does not read ``flask.session`` is the same for every
+    visitor: a cache may keep it (the page cache's holes need that)."""
+    client = create_app(tier, SESSION_PERMANENT=True).test_client()
+    client.post("/set", data={"value": "42"})
+    response = client.get("/")
+    assert "Vary" not in response.headers
+    assert "Set-Cookie" not in response.headers
+    assert client.get("/get").data == b"42"
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda s: s["value"],
+        lambda s: s.get("value"),
+        lambda s: "value" in s,
+        lambda s: list(s),
+        lambda s: len(s),
+        lambda s: s.keys(),
+        lambda s: s.values(),
+        lambda s: s.items(),
+        lambda s: s.copy(),
+        lambda s: dict(s),
+        lambda s: bool(s),
+    ],
+    ids=lambda read: str(read.__code__.co_firstlineno),
+)
+def test_every_read_of_the_session_marks_it_accessed(read: Any) -> None:
+    """Flask's own session marks three reads (``[]``, ``get``,
+    ``setdefault``); a page may show any other: it must vary on Cookie too
+    (Flask 3.1 marks any use of ``flask.session`` itself, 3.0 does not)."""
+    session = FlaskSession({"value": 1}, "a" * 43, permanent=True, saved={"value": "1"})
+    assert not session.accessed
+    read(session)
+    assert session.accessed
+    assert not session.modified
 
 
 def test_the_cookie_names_the_stored_session(tier: webtier.WebTier) -> None:

@@ -16,10 +16,16 @@ The session is webtier's session middleware's when it wraps this one::
 
     app = sessions.WSGIMiddleware(pagecache.WSGIMiddleware(app, tier, rules, holes=holes), tier)
 
-or, for an app whose session middleware runs inside it (Django's
-``webtier.web.sessions.django.Middleware``), read from webtier's session
-cookie with the same options, ``sessions=SessionOptions(...)``. A render
-that read the session carries ``Vary: Cookie`` from that middleware and
+or, for sessions kept inside the app, read from their cookie, named by
+``sessions=SessionOptions(...)``: webtier's Django middleware
+(``webtier.web.sessions.django.Middleware``: its options), Django's own
+sessions on webtier (``SESSION_ENGINE = "webtier.web.sessions.django"``:
+``SessionOptions(cookie_name=settings.SESSION_COOKIE_NAME)``), or
+``flask.session`` on webtier (:class:`webtier.web.sessions.flask.SessionInterface`:
+``SessionOptions(cookie_name=app.config["SESSION_COOKIE_NAME"])``). The
+cookie must be among ``PageCacheSettings.private_cookies`` (Django's and
+Flask's default names are). A render that read the session carries
+``Vary: Cookie`` (the session middleware, engine or interface says so) and
 is never stored.
 
 With ``item_views=True`` an answer of an item page counts its view (in the
@@ -180,9 +186,19 @@ class WSGIMiddleware:
         self.app, self.tier = app, tier
         self.policy = policy.Policy(tier.config, rules, fills_holes=holes is not None)
         self.holes, self.item_views = holes, item_views
-        # Reads webtier's session cookie itself, for a session middleware
-        # that runs inside the app (None: the one around this middleware).
+        # Reads the session cookie itself, for sessions kept inside the app
+        # (None: webtier's session middleware around this one).
         self.cookies = None if sessions is None else Adapter(tier, sessions, {})
+        if (
+            sessions is not None
+            and sessions.cookie_name not in self.policy.settings.private_cookies
+        ):
+            # Else a request carrying it would not count as a visitor's:
+            # its pages never stored, its view counted twice.
+            raise ConfigError(
+                f"sessions: the cookie {sessions.cookie_name!r} is not among "
+                "PageCacheSettings.private_cookies; add it there"
+            )
         self.recorder: Recorder | None = (
             tier.counters.recorder() if self.policy.settings.counters else None
         )
@@ -259,7 +275,9 @@ class WSGIMiddleware:
             raise ConfigError(
                 "the page cache's holes need webtier's session middleware around it: "
                 "sessions.WSGIMiddleware(pagecache.WSGIMiddleware(app, ..., holes=...), ...), "
-                "or its options (sessions=SessionOptions(...)) for one inside the app"
+                "or, for sessions kept inside the app (webtier's Django middleware, Django's "
+                "SESSION_ENGINE, Flask's SessionInterface), their cookie: "
+                "sessions=SessionOptions(cookie_name=...)"
             )
         state: SessionState = session.state
         return state

@@ -18,7 +18,8 @@ writes its session gets a 503 (never Flask's 500 page).
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Request, Response
 from flask.sessions import SessionInterface as FlaskSessionInterface
@@ -31,6 +32,9 @@ from webtier.sessions import new_token, store
 from webtier.sync import WebTier
 from webtier.web.sessions.options import SessionOptions
 from webtier.web.sessions.outage import UNAVAILABLE_BODY, outage_log, unavailable_headers
+
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
 
 _CREATE_ATTEMPTS = 5  # a fresh 256-bit id is never taken; this only bounds a broken RNG
 
@@ -56,12 +60,46 @@ class FlaskSession(CallbackDict[str, Any], SessionMixin):
         self.saved = store.encoded(data or {}) if saved is None else saved
         if data is None:
             self.permanent = permanent
-            self.modified = False
-        self.accessed = False
+        # Unchanged and unread so far (SessionMixin's defaults say True): a
+        # request that neither reads nor writes its session sets no cookie
+        # and no Vary, so its page may be cached.
+        self.modified = self.accessed = False
 
+    # Every read marks the session accessed (the response then varies on
+    # Cookie, and the page cache never stores it), not only the three
+    # Flask's own session marks: a page may show `"cart" in session` or
+    # `session.items()` as well. (Flask 3.1 marks any use of flask.session.)
     def __getitem__(self, key: str) -> Any:
         self.accessed = True
         return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.accessed = True
+        return super().__contains__(key)
+
+    def __iter__(self) -> Iterator[str]:
+        self.accessed = True
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self.accessed = True
+        return super().__len__()
+
+    def keys(self) -> dict_keys[str, Any]:
+        self.accessed = True
+        return super().keys()
+
+    def values(self) -> dict_values[str, Any]:
+        self.accessed = True
+        return super().values()
+
+    def items(self) -> dict_items[str, Any]:
+        self.accessed = True
+        return super().items()
+
+    def copy(self) -> dict[str, Any]:
+        self.accessed = True
+        return dict(super().items())
 
     def get(self, key: str, default: Any = None) -> Any:
         self.accessed = True
@@ -72,7 +110,8 @@ class FlaskSession(CallbackDict[str, Any], SessionMixin):
         return super().setdefault(key, default)
 
     def __bool__(self) -> bool:
-        return bool(self.keys() - {"_permanent"})
+        self.accessed = True
+        return bool(super().keys() - {"_permanent"})
 
 
 class SessionInterface(FlaskSessionInterface):
@@ -169,13 +208,14 @@ class SessionInterface(FlaskSessionInterface):
     def _save(self, app: Flask, session: FlaskSession, response: Response) -> None:
         name, domain = self.get_cookie_name(app), self.get_cookie_domain(app)
         path = self.get_cookie_path(app)
+        used = session.accessed or session.modified  # by the request: the reads below mark it
         if not session:
             if session.modified and session.sid is not None:  # emptied: ended
                 self.tier.session_store.delete(session.sid)
                 response.delete_cookie(name, domain=domain, path=path)
                 response.vary.add("Cookie")
             return
-        if not (session.accessed or session.modified):
+        if not used:
             return  # nothing read, nothing written: the read already touched it
         data = dict(session)
         expiry = app.permanent_session_lifetime.total_seconds()
