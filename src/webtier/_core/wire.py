@@ -9,7 +9,10 @@ failures, so the sync and asyncio executors stay a few lines each:
   ``NOSCRIPT``, ``TRYAGAIN``, ``CLUSTERDOWN``, ``LOADING``, ``READONLY``,
   ``NOREPLICAS``...)
   sends that command again, after loading the script, following the
-  redirection, refreshing the slot map or backing off.
+  redirection, refreshing the slot map or backing off. A pipeline runs in
+  order: the commands that followed a script answered ``NOSCRIPT`` ran
+  without its effect, so those that may run twice (reads, idempotent
+  writes) go again after it; a write that may not keeps its reply.
 * An I/O failure before anything was written (connection refused, no node
   for the slot) sends again after a backoff, for every request.
 * An I/O failure after the write (timeout, reset) sends again only commands
