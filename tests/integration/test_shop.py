@@ -297,6 +297,21 @@ def test_the_home_page_is_cached_for_visitors_without_a_session(shop: str) -> No
     assert "Log in" in page.text
 
 
+def test_the_home_page_shows_the_most_and_the_recently_viewed_items(shop: str) -> None:
+    with browser(shop) as user:
+        post(user, "/login", "/login", username="fay")
+        for item in (3, 5, 3, 7):
+            assert user.get(f"/item/{item}").status_code == 200
+
+        def sections() -> list[list[str]]:  # the most viewed, the recently viewed
+            most, _, recent = user.get("/").text.partition("<h2>Recently viewed</h2>")
+            return [re.findall(r'href="/item/(\d+)"', part) for part in (most, recent)]
+
+        assert sections()[1][:3] == ["7", "3", "5"]  # newest first, each once
+        # The ranking counts views in batches: the most viewed follow.
+        wait_for(lambda: {"3", "5", "7"} <= set(sections()[0]), "the views ranked")
+
+
 def test_the_account_lists_sessions_and_logs_out_everywhere(shop: str) -> None:
     with browser(shop) as phone, browser(shop) as laptop:
         _log_out_everywhere(phone, laptop)

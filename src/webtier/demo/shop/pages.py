@@ -36,13 +36,16 @@ async def home(request: Request) -> Response:
     recent: list[str] = []
     if SESSION_COOKIE in request.cookies:
         recent = await session_of(request).recently_viewed()
+    most_viewed, recently_viewed = _ids([item for item, _ in top]), _ids(recent)
+    # Both lists' rows in one round trip.
+    rows = {row["item_id"]: row for row in await shop.items([*most_viewed, *recently_viewed])}
     return shop.page(
         request,
         "home.html",
         visitor,
-        most_viewed=await shop.items(_ids([item for item, _ in top])),
+        most_viewed=[rows[i] for i in most_viewed if i in rows],
         views={int(item): int(count) for item, count in top if item.isdigit()},
-        recently_viewed=await shop.items(_ids(recent)),
+        recently_viewed=[rows[i] for i in recently_viewed if i in rows],
     )
 
 
