@@ -386,12 +386,15 @@ class MasterNode(Node):
     def close(self) -> None:
         super().close()
         self.finder.close()
-        task, self._listener = self._listener, None
-        if task is not None and not task.done():
-            if task.get_loop() is _running():
-                task.cancel()
-            elif task.get_loop().is_running():
-                task.get_loop().call_soon_threadsafe(task.cancel)
+        # A locating under way would keep the connection it proves the
+        # master on after the close, open until collected: stopped too.
+        for task in (self._listener, self._locating):
+            if task is not None and not task.done():
+                if task.get_loop() is _running():
+                    task.cancel()
+                elif task.get_loop().is_running():
+                    task.get_loop().call_soon_threadsafe(task.cancel)
+        self._listener = self._locating = None
 
 
 class ReplicaNode(Node):
