@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import warnings
 from collections.abc import AsyncIterator, Coroutine, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,13 +22,15 @@ from redis.asyncio.sentinel import SentinelConnectionPool as AsyncSentinelConnec
 from redis.sentinel import SentinelConnectionPool
 
 import webtier
+from tests.faults.servers import make_certificate, start_server, stopped
 from tests.helpers.cli import webtier_cli
 from tests.helpers.servers import BINARIES
 from webtier._core.mux import MuxClient
 from webtier._core.mux.dial import open_link
 from webtier._core.mux.link import Link
-from webtier._core.mux.sentinel import MasterNode
+from webtier._core.mux.sentinel import ANNOUNCEMENTS, MasterFinder, MasterNode
 from webtier._core.mux.settings import Settings, settings_from
+from webtier._core.sentinel import SentinelTarget
 from webtier.testing import RedisSentinel, RedisServer, StaleSentinel, free_port
 
 pytestmark = pytest.mark.anyio
@@ -328,6 +333,40 @@ async def test_a_locating_under_way_when_the_client_closes_keeps_nothing_open(
         await locating
     assert opened.left_open() == []
     assert node.links == [None]
+
+
+def test_the_listeners_tls_connection_is_left_closed_with_the_loop(tmp_path: Path) -> None:
+    # The asyncio client keeps a sentinel subscribed to the announcements
+    # (here a TLS server of its own: SUBSCRIBE is all the listener sends).
+    # Closed, it closed that connection as TLS would, sending close_notify
+    # and waiting for the peer's; a sentinel slow to answer (here stopped)
+    # outlived the event loop, and the socket under the TLS was left open,
+    # to be collected unclosed: a transport and its socket, the two warnings
+    # the Sentinel fault tests once failed on.
+    certificate = make_certificate(tmp_path)
+    with start_server(tls=certificate) as server, contextlib.ExitStack() as resumed:
+        target = SentinelTarget((("127.0.0.1", server.port),), "mymaster", server.url, None, None)
+        finder = MasterFinder(target, settings_from(server.url, {}))
+        watcher = server.client()
+
+        def subscribed() -> bool:
+            return any(int(c.get("sub", 0)) == len(ANNOUNCEMENTS) for c in watcher.client_list())
+
+        async def scenario() -> None:
+            listening = asyncio.get_running_loop().create_task(finder.listen(lambda _: None))
+            while not subscribed():
+                await asyncio.sleep(0.01)
+            resumed.enter_context(stopped(server))
+            listening.cancel()  # as the client's aclose() does
+            with contextlib.suppress(asyncio.CancelledError):
+                await listening
+
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            asyncio.run(scenario())
+            gc.collect()
+        watcher.close()
+    assert [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)] == []
 
 
 def test_the_command_line_on_sentinel(

@@ -221,7 +221,11 @@ class MasterFinder:
                 if found is not None:
                     heard(found)
         finally:
-            writer.close()
+            # Aborted: a subscription has nothing to flush, and over TLS a
+            # close waits for the sentinel's close_notify; an event loop
+            # that ended first (the client closed, then the loop) left the
+            # socket under the TLS open, to be collected unclosed.
+            writer.transport.abort()
 
 
 async def _reply(reader: asyncio.StreamReader, parser: Any) -> Any:
