@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+import gc
+import warnings
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +22,15 @@ from redis.asyncio.sentinel import SentinelConnectionPool as AsyncSentinelConnec
 from redis.sentinel import SentinelConnectionPool
 
 import webtier
+from tests.faults.servers import make_certificate, start_server, stopped
 from tests.helpers.cli import webtier_cli
 from tests.helpers.servers import BINARIES
 from webtier._core.mux import MuxClient
-from webtier._core.mux.settings import settings_from
+from webtier._core.mux.dial import open_link
+from webtier._core.mux.link import Link
+from webtier._core.mux.sentinel import ANNOUNCEMENTS, MasterFinder, MasterNode
+from webtier._core.mux.settings import Settings, settings_from
+from webtier._core.sentinel import SentinelTarget
 from webtier.testing import RedisSentinel, RedisServer, StaleSentinel, free_port
 
 pytestmark = pytest.mark.anyio
@@ -190,8 +198,6 @@ async def test_a_replica_answering_readonly_is_left_for_the_master_async(
     # The first answer names a replica (a sentinel behind a failover): the
     # replica says so in the connection's greeting, the next answer is
     # taken, and the write is applied once, on the master.
-    from webtier._core.mux.sentinel import MasterNode
-
     pointing = Pointing(*replica_and_master(sentinel))
     client = MuxClient(settings_from("redis://127.0.0.1:1/0", {}))
     client.server = MasterNode(client.settings, pointing)  # type: ignore[arg-type]
@@ -235,6 +241,132 @@ async def test_a_replica_answering_readonly_is_left_for_the_master_redis_py_asyn
     pool = AsyncSentinelConnectionPool("mymaster", manager)  # type: ignore[no-untyped-call]
     assert await recorded_once(redis.asyncio.Redis.from_pool(pool), config) == 1
     assert pointing.asked >= 2
+
+
+class Opened:
+    """The connections a node opens; the opens of its dial or of its
+    locating held on demand (see :meth:`held_at`), to order them."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.links: list[Link] = []
+        self.holding = {"dial": asyncio.Event(), "locating": asyncio.Event()}
+        self.held = {"dial": asyncio.Event(), "locating": asyncio.Event()}
+        for which, module in (("dial", "node"), ("locating", "sentinel")):
+            self.release(which)
+            monkeypatch.setattr(f"webtier._core.mux.{module}.open_link", self._opener(which))
+
+    def _opener(self, which: str) -> Any:
+        async def opened(settings: Settings, loop: asyncio.AbstractEventLoop) -> Link:
+            self.held[which].set()
+            await self.holding[which].wait()
+            link = await open_link(settings, loop)
+            self.links.append(link)
+            return link
+
+        return opened
+
+    async def held_at(self, which: str, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """``work`` as a task, once it waits to open a connection of ``which``."""
+        self.holding[which].clear()
+        self.held[which].clear()
+        task = asyncio.get_running_loop().create_task(work)
+        await self.held[which].wait()
+        return task
+
+    def release(self, which: str) -> None:
+        self.holding[which].set()
+
+    def left_open(self) -> list[str]:
+        return [link.name for link in self.links if link.closed is None]
+
+
+def master_node(sentinel: RedisSentinel) -> MasterNode:
+    """webtier's node of the deployment's master, named by every answer
+    (and no sentinel listened to: nothing happens but what the test does)."""
+    _, master = replica_and_master(sentinel)
+    node = MasterNode(settings_from("redis://127.0.0.1:1/0", {}), Pointing(master))
+    node.listening = False
+    return node
+
+
+async def test_a_connection_opened_by_a_locating_while_a_dial_opened_one_is_closed(
+    sentinel: RedisSentinel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In a failover, a task finding no connection dials the master just
+    # located (announced, or found by another task) while the wire, after
+    # another task's broken send, asks the sentinels again and proves their
+    # answer on a connection of its own, kept in the free place. The dial's
+    # connection, opened meanwhile, took that place over the kept one, left
+    # open until collected after its event loop ended (an unclosed transport
+    # and its socket, as the Sentinel fault tests once saw). The kept one
+    # serves; the dial's is closed.
+    opened = Opened(monkeypatch)
+    loop = asyncio.get_running_loop()
+    node = master_node(sentinel)
+    await node.relocate(loop)  # located: the next dial goes there without asking
+    first = node.links[0]
+    assert first is not None
+    first.abort(redis.ConnectionError("closed by the failover"))
+    dial = await opened.held_at("dial", node.link(loop))
+    await node.relocate(loop)  # the wire's, for another task: its connection kept
+    kept = node.links[0]
+    opened.release("dial")
+    assert await dial is kept
+    node.close()
+    assert opened.left_open() == []
+    assert len(opened.links) == 3
+
+
+async def test_a_locating_under_way_when_the_client_closes_keeps_nothing_open(
+    sentinel: RedisSentinel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The client closed while the sentinels' answer was being proved (a
+    # connection to the master it names being opened): that connection
+    # was kept after the close, and left open when the event loop ended.
+    opened = Opened(monkeypatch)
+    loop = asyncio.get_running_loop()
+    node = master_node(sentinel)
+    locating = await opened.held_at("locating", node.relocate(loop))
+    node.close()
+    opened.release("locating")
+    with contextlib.suppress(asyncio.CancelledError):
+        await locating
+    assert opened.left_open() == []
+    assert node.links == [None]
+
+
+def test_the_listeners_tls_connection_is_left_closed_with_the_loop(tmp_path: Path) -> None:
+    # The asyncio client keeps a sentinel subscribed to the announcements
+    # (here a TLS server of its own: SUBSCRIBE is all the listener sends).
+    # Closed, it closed that connection as TLS would, sending close_notify
+    # and waiting for the peer's; a sentinel slow to answer (here stopped)
+    # outlived the event loop, and the socket under the TLS was left open,
+    # to be collected unclosed: a transport and its socket, the two warnings
+    # the Sentinel fault tests once failed on.
+    certificate = make_certificate(tmp_path)
+    with start_server(tls=certificate) as server, contextlib.ExitStack() as resumed:
+        target = SentinelTarget((("127.0.0.1", server.port),), "mymaster", server.url, None, None)
+        finder = MasterFinder(target, settings_from(server.url, {}))
+        watcher = server.client()
+
+        def subscribed() -> bool:
+            return any(int(c.get("sub", 0)) == len(ANNOUNCEMENTS) for c in watcher.client_list())
+
+        async def scenario() -> None:
+            listening = asyncio.get_running_loop().create_task(finder.listen(lambda _: None))
+            while not subscribed():
+                await asyncio.sleep(0.01)
+            resumed.enter_context(stopped(server))
+            listening.cancel()  # as the client's aclose() does
+            with contextlib.suppress(asyncio.CancelledError):
+                await listening
+
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            asyncio.run(scenario())
+            gc.collect()
+        watcher.close()
+    assert [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)] == []
 
 
 def test_the_command_line_on_sentinel(

@@ -199,6 +199,32 @@ async def test_a_client_of_several_connections_per_node(server: RedisServer) -> 
         await client.aclose()
 
 
+async def test_replicated_cancelled_while_it_waits_closes_its_connection(
+    server: RedisServer,
+) -> None:
+    # replicated() waits on a connection of its own, which WAIT blocks: a
+    # call cancelled meanwhile (a time limit of its caller's) left it open,
+    # out of the client's reach, until collected after the event loop ended.
+    client = webtier.connect_async(server.url)
+    admin = server.client()
+
+    def waiting() -> list[Any]:
+        return [c for c in admin.client_list() if c["cmd"] == "wait"]
+
+    try:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await client.replicated(1, 30)  # no replica: WAIT blocks for 30 s
+        assert waiting()  # it was sent
+    finally:
+        await client.aclose()
+    deadline = asyncio.get_running_loop().time() + 5
+    while waiting() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    assert waiting() == []
+    admin.close()
+
+
 # -- Cluster ------------------------------------------------------------------------------
 
 

@@ -215,9 +215,13 @@ class MuxClient:
                 if link is not None:
                     drop(link, loop)
                 link = await open_link(at, loop)
-            outcome = outcome_of(await link.send(pack(commands), 2).future)
         except (OSError, rx.RedisError) as error:
             raise as_webtier_error(error) from error
+        try:
+            outcome = outcome_of(await link.send(pack(commands), 2).future)
+        except asyncio.CancelledError:  # a caller's time limit: this call alone holds the link
+            drop(link, loop)
+            raise
         # Kept for the next call (one at a time; a call meanwhile made its own).
         if outcome.error is None and self._waiting is None:
             self._waiting = link

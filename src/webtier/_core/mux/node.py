@@ -99,6 +99,15 @@ class Node:
         if old is not None:
             drop(old, loop)
         link = await open_link(self.settings, loop)
+        there = self.links[index]
+        if there is not None and there.usable(loop):
+            # Put there meanwhile (a Sentinel master's locating keeps the
+            # connection it proved the master on): that one serves. Taking
+            # its place would leave it open, never closed by close().
+            link.close()
+            return there
+        if there is not None:
+            drop(there, loop)
         self.links[index] = link
         return link
 

@@ -221,7 +221,11 @@ class MasterFinder:
                 if found is not None:
                     heard(found)
         finally:
-            writer.close()
+            # Aborted: a subscription has nothing to flush, and over TLS a
+            # close waits for the sentinel's close_notify; an event loop
+            # that ended first (the client closed, then the loop) left the
+            # socket under the TLS open, to be collected unclosed.
+            writer.transport.abort()
 
 
 async def _reply(reader: asyncio.StreamReader, parser: Any) -> Any:
@@ -386,12 +390,15 @@ class MasterNode(Node):
     def close(self) -> None:
         super().close()
         self.finder.close()
-        task, self._listener = self._listener, None
-        if task is not None and not task.done():
-            if task.get_loop() is _running():
-                task.cancel()
-            elif task.get_loop().is_running():
-                task.get_loop().call_soon_threadsafe(task.cancel)
+        # A locating under way would keep the connection it proves the
+        # master on after the close, open until collected: stopped too.
+        for task in (self._listener, self._locating):
+            if task is not None and not task.done():
+                if task.get_loop() is _running():
+                    task.cancel()
+                elif task.get_loop().is_running():
+                    task.get_loop().call_soon_threadsafe(task.cancel)
+        self._listener = self._locating = None
 
 
 class ReplicaNode(Node):
