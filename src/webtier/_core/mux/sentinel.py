@@ -321,7 +321,15 @@ class MasterNode(Node):
         if task is None or task.done() or task.get_loop() is not loop:
             task = self._locating = loop.create_task(self._locate(loop))
             task.add_done_callback(_seen)
-        await asyncio.shield(task)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and (current is None or not current.cancelling()):
+                # close() stopped the locating; the caller was not cancelled:
+                # its call fails as on a connection the client closed.
+                raise rx.ConnectionError(f"{self.settings.name}: the client was closed") from None
+            raise
 
     async def _locate(self, loop: asyncio.AbstractEventLoop) -> None:
         failures: list[str] = []
