@@ -62,3 +62,13 @@ def test_two_apps_never_share_a_template() -> None:
     for number in range(50):  # apps made and dropped: ids come again
         app = Starlette(routes=[Route(f"/{number}/{{part}}", page)])
         assert starlette_route(unrouted(app, f"/{number}/x")) == f"/{number}/{{part}}"
+
+
+def test_a_long_path_is_matched_and_not_kept() -> None:
+    from webtier.web.timing.part import _MATCHED
+
+    app = Starlette(routes=[Mount("/static", routes=[Route("/{path:path}", page)])])
+    long_path = "/static/" + "x" * 5000
+    kept = len(_MATCHED._known)
+    assert starlette_route(unrouted(app, long_path)) == "/static/{path}"
+    assert len(_MATCHED._known) == kept

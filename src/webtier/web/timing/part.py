@@ -61,16 +61,20 @@ class _Matched:
     ``Host``. Pages answered from the page cache come again and again, and
     matching walks every route of every mount. At most ``entries``; the
     oldest goes first. Each entry holds its router, so no other router can
-    take its ``id`` while the entry lives."""
+    take its ``id`` while the entry lives. A request whose path, host and
+    method are longer than ``longest`` is matched every time: no request
+    makes the table large."""
 
-    def __init__(self, entries: int = 4096) -> None:
-        self.entries = entries
+    def __init__(self, entries: int = 4096, longest: int = 512) -> None:
+        self.entries, self.longest = entries, longest
         self._known: dict[tuple[object, ...], tuple[object, str | None]] = {}
 
     def template(self, router: Any, arrived: Scope) -> str | None:
-        host = next((v for k, v in arrived["headers"] if k == b"host"), None)
-        key = (id(router), len(router.routes), arrived["type"], arrived["path"],
-               arrived["root_path"], arrived["method"], host)  # fmt: skip
+        host = next((v for k, v in arrived["headers"] if k == b"host"), b"")
+        path, root_path, method = arrived["path"], arrived["root_path"], arrived["method"]
+        if len(path) + len(root_path) + len(host) + len(method) > self.longest:
+            return _template(router.routes, arrived, "")
+        key = (id(router), len(router.routes), arrived["type"], path, root_path, method, host)
         known = self._known.get(key)
         if known is not None and known[0] is router:
             return known[1]
