@@ -180,10 +180,13 @@ def test_wsgi_environ_header_names() -> None:
         ("localhost.example", False),
         ("[2001:db8::1]", False),
         ("", False),
+        ("a" * 300 + ".localhost", False),  # no name is that long
+        ("a" * 240 + ".localhost:8000", True),
     ],
 )
 def test_loopback_hosts(host: str, local: bool) -> None:
     assert is_loopback(host) is local
+    assert is_loopback(host) is local  # as kept
 
 
 @pytest.mark.parametrize(

@@ -109,10 +109,16 @@ def is_remote_peer(peer: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=1024)
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a Host header: name or address, maybe a port) names
     this machine."""
+    # Longer than a name (253 characters) and a port, it names no machine
+    # (and is not kept: a client could fill the cache with such headers).
+    return len(host) <= 260 and _is_loopback(host)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_loopback(host: str) -> bool:
     if host.startswith("["):
         name = host[1 : host.find("]")] if "]" in host else host
     else:
