@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from webtier._core.mux.dial import open_link
 from webtier._core.mux.link import Link, generation
@@ -64,7 +65,7 @@ class Node:
         task = self._dialing[index]
         if task is None or task.done() or task.get_loop() is not loop:
             task = loop.create_task(self._dial(index, loop))
-            task.add_done_callback(_seen)
+            task.add_done_callback(seen)
             self._dialing[index] = task
         return await asyncio.shield(task)
 
@@ -113,7 +114,7 @@ class Node:
 
     def close(self) -> None:
         """Close every connection (waiters fail as if the server closed them)."""
-        loop = _running_loop()
+        loop = running_loop()
         for index, link in enumerate(self.links):
             if link is not None:
                 drop(link, loop)
@@ -135,15 +136,29 @@ def drop(link: Link, loop: asyncio.AbstractEventLoop | None) -> None:
         link.discard()
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
+def retire(link: Link, loop: asyncio.AbstractEventLoop) -> None:
+    """No new command goes on ``link``; it closes once those on it are answered."""
+    if link.loop is not loop:
+        drop(link, loop)
+        return
+    futures = [pending.future for pending in (*link.waiting, *link.queued)]
+    if not futures:
+        link.close()
+        return
+    waiting = asyncio.gather(*futures)
+    waiting.add_done_callback(lambda _: link.close())
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
 
 
-def _seen(task: asyncio.Task[Link]) -> None:
-    # Every task waiting on a dial may have been cancelled: its failure is
-    # then looked at here, so asyncio does not log it as never retrieved.
+def seen(task: asyncio.Task[Any]) -> None:
+    # Every task waiting on a dial (or a locating) may have been cancelled:
+    # its failure is then looked at here, so asyncio does not log it as
+    # never retrieved.
     if not task.cancelled():
         task.exception()

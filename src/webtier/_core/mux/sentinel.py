@@ -45,7 +45,7 @@ from redis import exceptions as rx
 
 from webtier._core.mux.dial import check_master, open_link, pack
 from webtier._core.mux.link import Link, outcome_of
-from webtier._core.mux.node import Node, drop
+from webtier._core.mux.node import Node, drop, retire, running_loop, seen
 from webtier._core.mux.settings import Settings
 from webtier._core.sentinel import SentinelTarget
 
@@ -302,7 +302,7 @@ class MasterNode(Node):
 
         def heard(address: tuple[str, int] | None) -> None:
             if address is None:
-                loop.create_task(self.relocate(loop)).add_done_callback(_seen)
+                loop.create_task(self.relocate(loop)).add_done_callback(seen)
             else:
                 self._moved(address, loop)
                 # Newer than what a sentinel may answer (the others hear of
@@ -311,7 +311,7 @@ class MasterNode(Node):
                 self._fresh = True
 
         self._listener = loop.create_task(self.finder.listen(heard))
-        self._listener.add_done_callback(_seen)
+        self._listener.add_done_callback(seen)
 
     async def relocate(self, loop: asyncio.AbstractEventLoop) -> None:
         """Ask the sentinels where the master is, until one names a server
@@ -320,7 +320,7 @@ class MasterNode(Node):
         task = self._locating
         if task is None or task.done() or task.get_loop() is not loop:
             task = self._locating = loop.create_task(self._locate(loop))
-            task.add_done_callback(_seen)
+            task.add_done_callback(seen)
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -393,7 +393,7 @@ class MasterNode(Node):
         for index, link in enumerate(self.links):
             if link is not None:
                 self.links[index] = None
-                _retire(link, loop)
+                retire(link, loop)
 
     def close(self) -> None:
         super().close()
@@ -402,7 +402,7 @@ class MasterNode(Node):
         # master on after the close, open until collected: stopped too.
         for task in (self._listener, self._locating):
             if task is not None and not task.done():
-                if task.get_loop() is _running():
+                if task.get_loop() is running_loop():
                     task.cancel()
                 elif task.get_loop().is_running():
                     task.get_loop().call_soon_threadsafe(task.cancel)
@@ -434,28 +434,3 @@ class ReplicaNode(Node):
         raise rx.ConnectionError(
             f"no replica of {self.finder.service!r} answered: {'; '.join(failures) or 'none up'}"
         )
-
-
-def _retire(link: Link, loop: asyncio.AbstractEventLoop) -> None:
-    """No new command goes on ``link``; it closes once those on it are answered."""
-    if link.loop is not loop:
-        drop(link, loop)
-        return
-    futures = [pending.future for pending in (*link.waiting, *link.queued)]
-    if not futures:
-        link.close()
-        return
-    waiting = asyncio.gather(*futures)
-    waiting.add_done_callback(lambda _: link.close())
-
-
-def _running() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _seen(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
