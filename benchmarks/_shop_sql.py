@@ -9,11 +9,11 @@ view is not how anyone runs a shop on SQL alone.
 from __future__ import annotations
 
 import sqlalchemy as sa
-from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp
 
 from benchmarks._shop_stacks import (
     MOST_VIEWED,
@@ -130,7 +130,7 @@ def best_sellers(engine: sa.Engine) -> list[tuple[int, int]]:
         return [(int(item), int(n)) for item, n in conn.execute(query)]
 
 
-def sql_app(engine: sa.Engine, items: int) -> Starlette:
+def sql_app(engine: sa.Engine, items: int) -> ASGIApp:
     pages = Pages(engine, items)
     session = Middleware(SessionMiddleware, secret_key=SECRET.decode(), same_site="lax")
     return secured(routes_of(SqlShop(pages)), pages, session)

@@ -36,6 +36,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from benchmarks import book
 from webtier.demo.shop import FLASH_SALE_ITEMS, catalog
@@ -87,28 +88,23 @@ def see(path: str) -> RedirectResponse:
     return RedirectResponse(path, status_code=303)
 
 
-def secured(
-    routes: list[Route], pages: Pages, *more: Middleware, lifespan: Any = None
-) -> Starlette:
-    """The routes behind the shop's own security middleware (headers, CSRF,
-    token filling), with ``more`` inside them."""
-    middleware = [
-        # The stacks' sessions are not webtier's: tokens bind to the visitor id.
-        Middleware(Defences, secret=SECRET, session=SessionOptions(), posts=POSTS),
-        *more,
-    ]
+def secured(routes: list[Route], pages: Pages, *more: Middleware, lifespan: Any = None) -> ASGIApp:
+    """The routes, with ``more`` inside Starlette, behind the shop's own
+    security layer (headers, CSRF, token filling) in front of Starlette,
+    as webtier's shop has it."""
 
     async def not_found(request: Request, error: Exception) -> Response:
         return pages.problem(request, Visitor(), 404, "Page not found")
 
     app = Starlette(
         routes=routes,
-        middleware=middleware,
+        middleware=list(more),
         exception_handlers={404: not_found, 405: not_found},
         lifespan=lifespan,
     )
-    app.state.shop = pages  # the CSRF refusal renders through it
-    return app
+    app.state.shop = pages
+    # The stacks' sessions are not webtier's: tokens bind to the visitor id.
+    return Defences(app, secret=SECRET, session=SessionOptions(), posts=POSTS, pages=pages)
 
 
 async def healthz(request: Request) -> Response:
@@ -325,7 +321,7 @@ def routes_of(shop: Any) -> list[Route]:
     ]
 
 
-def book_app(redis_url: str, engine: sa.Engine, items: int) -> Starlette:
+def book_app(redis_url: str, engine: sa.Engine, items: int) -> ASGIApp:
     pages = Pages(engine, items)
     conn = redis.Redis.from_url(redis_url, decode_responses=True)
     return secured(routes_of(BookShop(conn, pages)), pages)

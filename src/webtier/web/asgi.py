@@ -39,6 +39,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from webtier._core.extras import extra_needed
@@ -99,7 +100,7 @@ class ASGIMiddleware:
         route: Callable[[Scope], str | None] | None = None,
     ) -> None:
         self.app, self.tier = app, tier
-        self.route = starlette_route if route is None else route
+        self.route = partial(starlette_route, app=app) if route is None else route
         self.sessions: Sessions | None = None
         if sessions is not None:
             self.sessions = Sessions(tier, sessions, scope_session)

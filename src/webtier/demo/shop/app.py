@@ -1,6 +1,7 @@
 """The shop as one Starlette app: :func:`create_app`.
 
-Every request goes through two layers before the routes:
+Every request goes through two layers, plain ASGI in front of Starlette,
+before the routes:
 
 1. the shop's ``Defences`` (security.py): every form's token checked, bound
    to the visitor's session, and written into each visitor's pages; the
@@ -24,7 +25,7 @@ from webtier._core.extras import extra_needed
 from webtier.aio import WebTier as AsyncWebTier
 from webtier.config import ANALYTICS_COOKIES
 from webtier.demo.shop.settings import SESSION_COOKIE, ShopSettings
-from webtier.errors import DatabaseUnavailable, SourceError
+from webtier.errors import DatabaseUnavailable, RedisUnavailable, SourceError
 from webtier.pagecache import CacheRoute, PageRules
 
 # The shop's modules import what the ``shop`` extra brings (Starlette,
@@ -32,11 +33,11 @@ from webtier.pagecache import CacheRoute, PageRules
 with extra_needed("shop", "the demo shop"):
     import sqlalchemy as sa
     from starlette.applications import Starlette
-    from starlette.middleware import Middleware
     from starlette.requests import Request
     from starlette.responses import RedirectResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
     from webtier.demo import shopdb
     from webtier.demo.shop import accounts, orders, pages
@@ -101,7 +102,7 @@ def routes(shop: Shop) -> list[Route | Mount]:
 
 def create_app(
     tier: AsyncWebTier, database: str | sa.Engine, *, settings: ShopSettings | None = None
-) -> Starlette:
+) -> ASGIApp:
     """Fake Web Retailer on ``tier`` (an asyncio tier) and ``database`` (a
     SQLAlchemy URL or Engine holding :mod:`webtier.demo.shopdb`'s tables,
     made by ``shopdb.create``). With ``settings.run_jobs`` the maintenance
@@ -128,10 +129,26 @@ def create_app(
                     engine.dispose()
 
     session_options = sessions.SessionOptions(signing_keys=[secret], cookie_name=SESSION_COOKIE)
-    middleware = [
-        Middleware(Defences, secret=secret, session=session_options, posts=POSTS),
-        Middleware(
-            ASGIMiddleware,
+    pages_app = Starlette(
+        routes=routes(shop),
+        exception_handlers={
+            404: pages.not_found,
+            405: pages.not_found,
+            DatabaseUnavailable: pages.database_unavailable,
+            SourceError: pages.database_unavailable,  # a row read through from the database
+            # Here, not in webtier's layer: Starlette's error layer, inside
+            # it, would answer a 500 first.
+            RedisUnavailable: pages.redis_unavailable,
+        },
+        lifespan=lifespan,
+    )
+    pages_app.state.shop = shop
+    # The two layers in front of Starlette as plain ASGI, not as Starlette's
+    # middleware: a page answered from the cache crosses them and nothing
+    # else (Starlette's error layers and router wrap the rendered pages only).
+    app: ASGIApp = Defences(
+        ASGIMiddleware(
+            pages_app,
             tier=tier,
             pages=PAGE_RULES,
             holes=shop.holes,  # the visitor's parts of the item pages
@@ -140,19 +157,11 @@ def create_app(
             timing=True,
             hits=HITS,
         ),
-    ]
-    app = Starlette(
-        routes=routes(shop),
-        middleware=middleware,
-        exception_handlers={
-            404: pages.not_found,
-            405: pages.not_found,
-            DatabaseUnavailable: pages.database_unavailable,
-            SourceError: pages.database_unavailable,  # a row read through from the database
-        },
-        lifespan=lifespan,
+        secret=secret,
+        session=session_options,
+        posts=POSTS,
+        pages=shop,
     )
-    app.state.shop = shop
     if not settings.dashboard:
         return app
     # The dashboard sees the tier as the shop's worker does: the inventory
@@ -162,36 +171,50 @@ def create_app(
     )
 
 
-def with_dashboard(shop: Starlette, tier: AsyncWebTier) -> Starlette:
+DASHBOARD, METRICS = "/dashboard", "/metrics"
+
+
+def with_dashboard(shop: ASGIApp, tier: AsyncWebTier) -> ASGIApp:
     """``shop`` with webtier's dashboard at ``/dashboard`` and the Prometheus
-    exposition at ``/metrics``, in front of the shop's middleware: their
-    polls are neither timed as shop pages nor counted as its hits. Every
+    exposition at ``/metrics``, in front of the shop's layers: their polls
+    are neither timed as shop pages nor counted as its hits. Every
     request's ``Host`` must name this machine (400 otherwise)."""
     from webtier.metrics import asgi_app as metrics_app
     from webtier.web.dashboard import HostCheck, dashboard
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with shop.router.lifespan_context(shop):
-            yield
 
     async def to_dashboard(request: Request) -> RedirectResponse:
         # The address `webtier demo` prints has no slash; the Mount below
         # only takes /dashboard/..., and the shop's catch-all would 404 it.
         query = f"?{request.url.query}" if request.url.query else ""
-        return RedirectResponse(f"{request.scope.get('root_path', '')}/dashboard/{query}")
+        return RedirectResponse(f"{request.scope.get('root_path', '')}{DASHBOARD}/{query}")
 
-    outer = Starlette(
+    tools = Starlette(
         routes=[
-            Route("/dashboard", to_dashboard),
-            Mount("/dashboard", dashboard(tier, rules=PAGE_RULES)),
-            Route("/metrics", metrics_app(tier)),
-            Mount("", shop),
-        ],
-        # Open, so on loopback only: and answering this machine's names
-        # only, the shop's pages too (no DNS rebinding reads them).
-        middleware=[Middleware(HostCheck)],
-        lifespan=lifespan,
+            Route(DASHBOARD, to_dashboard),
+            Mount(DASHBOARD, dashboard(tier, rules=PAGE_RULES)),
+            Route(METRICS, metrics_app(tier)),
+        ]
     )
-    outer.state.shop = shop.state.shop
-    return outer
+
+    async def front(scope: Scope, receive: Receive, send: Send) -> None:
+        # A path test, not a router: the shop's pages (the lifespan too) go
+        # straight to the shop's layers.
+        path = route_path(scope)
+        if path in (DASHBOARD, METRICS) or path.startswith(DASHBOARD + "/"):
+            await tools(scope, receive, send)
+        else:
+            await shop(scope, receive, send)
+
+    # Open, so on loopback only: and answering this machine's names only,
+    # the shop's pages too (no DNS rebinding reads them).
+    return HostCheck(front)
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path below its root path, as Starlette's routes match
+    it ("" for a lifespan)."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/"):
+        return path[len(root) :]
+    return path

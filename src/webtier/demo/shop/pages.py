@@ -135,6 +135,24 @@ async def database_unavailable(request: Request, error: Exception) -> Response:
     return page
 
 
+async def redis_unavailable(request: Request, error: Exception) -> Response:
+    """A page that needed Redis (the session, the cart, a row) while it is
+    away: a 503 saying so, never a 500; the visitor shown as anonymous (their
+    session is in Redis too)."""
+    log.warning("%s %s: 503: %s", request.method, request.url.path, error)
+    page = shop_of(request).page(
+        request,
+        "problem.html",
+        Visitor(),
+        status=503,
+        title="Back shortly",
+        message="The shop cannot reach its session store just now; nothing was changed. "
+        "Try again in a few seconds.",
+    )
+    page.headers["Retry-After"] = str(RETRY_AFTER)
+    return page
+
+
 async def not_found(request: Request, error: Exception) -> Response:
     """Any path the shop does not serve, and any HTTP error Starlette raises."""
     shop = shop_of(request)

@@ -28,12 +28,14 @@ import re
 import secrets
 from collections.abc import Iterable
 from http.cookies import Morsel
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from webtier.demo.shop.context import CSRF_PLACEHOLDER, Visitor, shop_of
+from webtier.demo.shop.context import CSRF_PLACEHOLDER, Visitor
 from webtier.web.sessions import SessionOptions
 from webtier.web.sessions.adapter import header_values
 from webtier.web.sessions.cookie import decode
@@ -63,6 +65,15 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 
 
 Headers = list[tuple[bytes, bytes]]
+_PLACEHOLDER = CSRF_PLACEHOLDER.encode()
+
+
+class Pages(Protocol):
+    """What renders the shop's pages (the refusal of a form is one)."""
+
+    def page(
+        self, request: Request, template: str, visitor: Visitor, *, status: int = 200, **data: Any
+    ) -> Response: ...
 
 
 def cookie_value(header: str | None, name: str) -> str | None:
@@ -81,7 +92,9 @@ class Defences:
     whose body is not a small URL-encoded UTF-8 form (413, 415, 400); fills
     every HTML page's placeholder with the visitor's token, giving a
     visitor with neither session nor visitor id one; adds the security
-    headers to every response that lacks them.
+    headers to every response that lacks them. ``pages`` renders the
+    refusals. Plain ASGI, meant to sit in front of the app (outside
+    Starlette's own layers): it needs nothing Starlette puts in the scope.
 
     HTML bodies are buffered (pages are small); the request goes in without
     ``Accept-Encoding`` and ``If-None-Match``, so the page cache answers
@@ -89,9 +102,15 @@ class Defences:
     unfilled one."""
 
     def __init__(
-        self, app: ASGIApp, secret: bytes, session: SessionOptions, posts: Iterable[str]
+        self,
+        app: ASGIApp,
+        *,
+        secret: bytes,
+        session: SessionOptions,
+        posts: Iterable[str],
+        pages: Pages,
     ) -> None:
-        self.app, self.session, self.posts = app, session, frozenset(posts)
+        self.app, self.session, self.posts, self.pages = app, session, frozenset(posts), pages
         # A key of its own, so the session cookie's key never signs anything else.
         self.key = hmac.new(secret, b"webtier shop: csrf", hashlib.sha256).digest()
         # Every page of a visitor carries the same token: made once.
@@ -121,7 +140,13 @@ class Defences:
         if scope["method"] == "POST" and scope["path"] in self.posts:
             body, refusal = await self._checked_form(scope, receive, binding)
             if refusal is not None:
-                await _problem(scope, self._filling(scope, send, binding), *refusal)
+                status, title, message = refusal
+                # No session read: the visitor is shown as anonymous, at no Redis call.
+                response = self.pages.page(
+                    Request(scope), "problem.html", Visitor(), status=status, title=title,
+                    message=message,
+                )  # fmt: skip
+                await response(scope, _no_receive, self._filling(scope, send, binding))
                 return
             receive = _replaying(body, receive)
         dropped = (b"accept-encoding", b"if-none-match")
@@ -177,9 +202,9 @@ class Defences:
                     for k, v in start.get("headers", [])
                     if k.lower() not in (b"content-length", b"etag")
                 ]
-                if CSRF_PLACEHOLDER.encode() in body:
+                if _PLACEHOLDER in body:
                     token, cookie = self._page_token(scope, headers, binding)
-                    body = body.replace(CSRF_PLACEHOLDER.encode(), token.encode())
+                    body = body.replace(_PLACEHOLDER, token.encode())
                     if cookie is not None:
                         headers.append((b"set-cookie", cookie.OutputString().encode()))
                     # A page holding one visitor's token never sits in a shared cache.
@@ -273,16 +298,6 @@ def _is_html(start: Message) -> bool:
         name.lower() == b"content-type" and value.startswith(b"text/html")
         for name, value in start.get("headers", [])
     )
-
-
-async def _problem(scope: Scope, send: Send, status: int, title: str, message: str) -> None:
-    """The shop's problem page for a refused form (no session read: the
-    visitor is shown as anonymous, at no Redis call)."""
-    request = Request(scope)
-    response = shop_of(request).page(
-        request, "problem.html", Visitor(), status=status, title=title, message=message
-    )
-    await response(scope, _no_receive, send)
 
 
 async def _no_receive() -> Message:

@@ -32,7 +32,6 @@ with extra_needed("web", "the access time middleware"):
     from starlette.types import ASGIApp, Scope
 
     from webtier.web.asgi import ASGIMiddleware as Layer
-    from webtier.web.timing.part import starlette_route
 
 if TYPE_CHECKING:
     from webtier.aio import WebTier as AsyncWebTier
@@ -50,7 +49,7 @@ class ASGIMiddleware(Layer):
         app: ASGIApp,
         tier: AsyncWebTier,
         *,
-        route: Callable[[Scope], str | None] = starlette_route,
+        route: Callable[[Scope], str | None] | None = None,
         unmatched: str = UNMATCHED,
         time_limit: float | None = 1.0,
         batched: bool = True,

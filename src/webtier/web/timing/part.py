@@ -25,15 +25,17 @@ if TYPE_CHECKING:
 # -- route templates -----------------------------------------------------------------------
 
 
-def starlette_route(scope: Scope) -> str | None:
+def starlette_route(scope: Scope, app: object = None) -> str | None:
     """The template of the Starlette route that served ``scope`` (read after
     the app ran), with mount prefixes: ``/api/users/{uid}``; matched here
-    when the app never ran (the page cache answered)."""
+    when the app never ran (the page cache answered). ``app``: the
+    Starlette app a middleware wraps, for requests it answered before
+    Starlette ran at all (the middleware is outside it, in front)."""
     router = scope.get("router")  # the app's outermost router; it sets it
     if router is None:
         # Starlette sets the app before its middleware run; its router
         # never saw a request answered from the cache.
-        router = getattr(scope.get("app"), "router", None)
+        router = getattr(scope.get("app", app), "router", None)
         if router is None:
             return None
     route = scope.get("route")  # the innermost route, set by recent Starlette
