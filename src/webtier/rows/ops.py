@@ -162,8 +162,10 @@ def check_origin(cfg: Config, source: Source, *, record: bool = False) -> Op[Non
     ``record``: a load from ``source`` found rows, about to be stored, so
     its origin is recorded if none is; a database that never gave a row (a
     typo in its path, say) holds no name."""
-    origin = check_source(source).origin()
-    if origin is None or cfg.keys.prefix in source.checked_prefixes:
+    if cfg.keys.prefix in check_source(source).checked_prefixes:
+        return  # before the origin: making its text costs a parse and a stat
+    origin = source.origin()
+    if origin is None:
         return
     route, key = cfg.keys.row_origin(source.name)
     if record:
