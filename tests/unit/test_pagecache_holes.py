@@ -5,6 +5,7 @@ operations whose first round trips go as one (protocol.together)."""
 from __future__ import annotations
 
 import gzip
+import random
 import zlib
 
 import pytest
@@ -17,6 +18,7 @@ from webtier.pagecache.holes import (
     ANONYMOUS,
     Holes,
     Visit,
+    compressor,
     deflated,
     filled,
     gzip_filled,
@@ -115,6 +117,18 @@ def test_gzip_from_parts_is_the_gzip_of_the_filled_page(fill_sizes: tuple[int, i
     assert gzip.decompress(packed) == whole
     assert zlib.decompress(packed, 31) == whole  # one member, nothing after it
     assert len(packed) < len(whole) / 3
+
+
+@pytest.mark.parametrize("size", [0, 1, 511, 512, 513, 2048, 2049, 32_768, 32_769, 200_000])
+def test_a_compressor_sized_to_its_data_is_read_by_any_inflater(size: int) -> None:
+    # Repeats far apart, then random bytes: a window too small for the data
+    # would lose the matches, never the data; anything read must be whole.
+    data = (bytes(range(256)) * (size // 256 + 1))[:size]
+    data = data[: size // 2] + random.Random(size).randbytes(size - size // 2)
+    packer = compressor(6, len(data), gzip=True)
+    assert gzip.decompress(packer.compress(data) + packer.flush()) == data
+    raw = compressor(1, len(data), gzip=False)
+    assert zlib.decompress(raw.compress(data) + raw.flush(), -15) == data
 
 
 def test_a_stored_page_keeps_its_holes_and_takes_its_tag_per_answer() -> None:

@@ -8,6 +8,7 @@ import struct
 import zlib
 
 from webtier.config import Config
+from webtier.pagecache.holes import compressor
 from webtier.types import Page, Rendered
 
 _MAGIC = b"WPC1"
@@ -34,7 +35,7 @@ def make_page(cfg: Config, rendered: Rendered, ttl: float, now: float) -> Page:
     gzipped = False
     encoded = any(k.lower() == "content-encoding" for k, _ in headers)
     if not encoded and len(body) >= cfg.pagecache.compress_min:
-        packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+        packer = compressor(6, len(body), gzip=True)
         packed = packer.compress(body) + packer.flush()
         if len(packed) <= len(body) * 0.9:
             body, gzipped = packed, True
