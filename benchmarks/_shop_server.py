@@ -316,8 +316,17 @@ async def _webtier_jobs(redis_url: str, engine: sa.Engine, items: int, prefix: s
     from webtier.demo import shopdb
     from webtier.demo.shop import ShopSettings
     from webtier.demo.shop.jobs import maintenance
+    from webtier.workers.jobs import WARM_CHUNK
 
     tier = AsyncWebTier(connect_async(redis_url), Config(prefix=prefix))
     settings = ShopSettings(items=items, secret=b"s" * 32)
-    async with maintenance(tier, shopdb.inventory_source(engine), settings):
+    inventory = shopdb.inventory_source(engine)
+    # What the book's daemon is told at its start (book_daemon schedules the
+    # rows of items 1 to 10,000, the model's most viewed), webtier's worker is
+    # told too: the same rows cached before the first view. Then its
+    # warm_rows job follows the ranking.
+    known = range(1, min(items, TOP_ITEMS) + 1)
+    for start in range(0, len(known), WARM_CHUNK):
+        await tier.rows.warm(inventory, list(known[start : start + WARM_CHUNK]))
+    async with maintenance(tier, inventory, settings):
         await asyncio.Event().wait()  # until the process is killed
