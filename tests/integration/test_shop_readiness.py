@@ -39,7 +39,10 @@ def test_readyz_follows_a_redis_killed_and_back(
         assert answer.text.startswith("not ready\nredis: unreachable (")
         assert answer.text.endswith("database: ok\n")
         assert client.get("/healthz").text == "ok"  # the process still serves
-        assert client.get("/").status_code == 503  # as every page needing Redis
+        home = client.get("/")
+        assert home.status_code == 503  # as every page needing Redis
+        assert "Back shortly" in home.text  # the shop's page, not Starlette's 500
+        assert home.headers["retry-after"] == "5"
         own_server.launch()
         assert wait_until(lambda: ready(client), 30), client.get("/readyz").text
     engine.dispose()
