@@ -33,6 +33,7 @@ RULES = PageRules(
     routes=(
         CacheRoute("/item/*", item_pages=True, item_in_path=True, holes=True),
         CacheRoute("/peek/*", item_pages=True, item_in_path=True, holes=True),
+        CacheRoute("/news", ttl=60, holes=True),
     )
 )
 
@@ -48,7 +49,9 @@ HOLES = Holes(
         "greeting": greeting,
         "cart": lambda visit: visit.cart_units,
         "viewed": lambda visit: ",".join(visit.viewed),
-    }
+    },
+    # A message waiting in the session is shown (and forgotten) by a render.
+    render_for=lambda visit: "notice" in visit.data,
 )
 
 
@@ -83,11 +86,27 @@ class Shop:
             await session.set_cart("book", 2)
             return Response("in")
 
+        async def news(request: Request) -> Response:
+            # The visitor's notice, taken: only a visitor with a session asks.
+            self.renders += 1
+            notice = ""
+            if COOKIE in request.cookies:
+                notice = await request.state.session.get("notice", "")
+                if notice:
+                    await request.state.session.discard("notice")
+            return HTMLResponse(page("news", f"<p>{notice}</p>"))
+
+        async def notice(request: Request) -> Response:
+            await request.state.session.update({"notice": "your order shipped"})
+            return Response("noted")
+
         self.app = Starlette(
             routes=[
                 Route("/item/{item}", item),
                 Route("/peek/{item}", peek),
                 Route("/login/{user}", login, methods=["POST"]),
+                Route("/news", news),
+                Route("/notice", notice, methods=["POST"]),
             ],
             middleware=[
                 Middleware(
@@ -318,3 +337,31 @@ async def test_a_middleware_that_fills_no_holes_leaves_visitors_with_a_session_t
         with_session = await http.get("/item/1", headers={"cookie": f"{COOKIE}=x"})
     assert "x-cache" not in with_session.headers
     assert len(renders) == 2
+
+
+async def test_a_visitor_with_a_notice_gets_a_render_that_is_never_stored(
+    shop: Shop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wire = Wire(monkeypatch)
+    assert (await shop.get("/news")).headers["x-cache"] == "MISS"  # stored for everyone
+    ann = await shop.login("ann")
+    shop.http.cookies.clear()
+    await shop.http.post("/notice", headers={"cookie": f"{COOKIE}={ann}"})
+    with wire.counting() as trips:
+        noticed = await shop.get("/news", ann)
+    # Rendered for her (the page and her session in the first round trip,
+    # then her handler's), filled, her notice shown once.
+    assert noticed.headers["x-cache"] == "MISS"
+    assert "your order shipped" in noticed.text
+    assert "Hello, ann" in noticed.text
+    assert trips() >= 2
+    assert shop.renders == 2
+    again = await shop.get("/news", ann)
+    assert again.headers["x-cache"] == "HIT"  # the notice is gone: the shared page, filled
+    assert "Hello, ann" in again.text
+    assert "your order shipped" not in again.text
+    anonymous = await shop.get("/news")
+    assert anonymous.headers["x-cache"] == "HIT"
+    assert "your order shipped" not in anonymous.text
+    assert "ann" not in anonymous.text
+    assert shop.renders == 2

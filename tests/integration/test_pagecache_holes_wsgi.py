@@ -23,6 +23,7 @@ RULES = PageRules(
     routes=(
         CacheRoute("/item/*", item_pages=True, item_in_path=True, holes=True),
         CacheRoute("/peek/*", item_pages=True, item_in_path=True, holes=True),
+        CacheRoute("/news", ttl=60, holes=True),
     )
 )
 HOLES = Holes(
@@ -30,7 +31,9 @@ HOLES = Holes(
         "who": lambda visit: visit.user or "guest",
         "cart": lambda visit: visit.cart_units,
         "seen": lambda visit: ",".join(visit.viewed),
-    }
+    },
+    # A message waiting in the session is shown (and forgotten) by a render.
+    render_for=lambda visit: "notice" in visit.data,
 )
 
 
@@ -53,6 +56,23 @@ class Shop:
         def peek(item: str) -> str:
             self.renders += 1
             return page(item, f"<b>{flask_sessions.current_session().user()}</b>")
+
+        @app.get("/news")
+        def news() -> str:
+            # The visitor's notice, taken: only a visitor with a session asks.
+            self.renders += 1
+            notice = ""
+            if COOKIE in flask.request.cookies:
+                session = flask_sessions.current_session()
+                notice = session.get("notice", "")
+                if notice:
+                    session.discard("notice")
+            return page("news", f"<i>{notice}</i>")
+
+        @app.post("/notice")
+        def notice() -> str:
+            flask_sessions.current_session().update({"notice": "your order shipped"})
+            return "noted"
 
         @app.post("/login/<user>")
         def login(user: str) -> str:
@@ -140,3 +160,23 @@ def test_holes_without_the_session_middleware_around_say_so(tier: webtier.WebTie
     flask_pagecache.install(app, tier, RULES, holes=HOLES)
     with pytest.raises(webtier.ConfigError, match="session middleware around it"):
         app.test_client().get("/item/1", headers={"cookie": f"{COOKIE}=x"})
+
+
+def test_a_visitor_with_a_notice_gets_a_render_that_is_never_stored(shop: Shop) -> None:
+    assert shop.get("/news").headers["x-cache"] == "MISS"  # stored for everyone
+    ann = shop.login("ann")
+    shop.client.post("/notice", headers={"cookie": f"{COOKIE}={ann}"})
+    noticed = shop.get("/news", ann)
+    assert noticed.headers["x-cache"] == "MISS"  # rendered for her, filled
+    assert noticed.text.startswith("<p>ann|2|</p>")
+    assert "your order shipped" in noticed.text
+    assert shop.renders == 2
+    again = shop.get("/news", ann)
+    assert again.headers["x-cache"] == "HIT"  # the notice is gone: the shared page
+    assert again.text.startswith("<p>ann|2|</p>")
+    assert "your order shipped" not in again.text
+    anonymous = shop.get("/news")
+    assert anonymous.headers["x-cache"] == "HIT"
+    assert anonymous.text.startswith("<p>guest|0|</p>")
+    assert "your order shipped" not in anonymous.text
+    assert shop.renders == 2

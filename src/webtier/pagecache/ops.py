@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from webtier._core.protocol import (
@@ -76,11 +76,21 @@ def serve(cfg: Config, plan: Plan, render: Call) -> Op[Served]:
     return (yield from answer(cfg, plan, render, copy, admission=admission))
 
 
-def serve_beside(cfg: Config, plan: Plan, render: Call, other: Op[T]) -> Op[tuple[Served, T]]:
+def serve_beside(
+    cfg: Config,
+    plan: Plan,
+    render: Call,
+    other: Op[T],
+    rendered_for: Callable[[T], bool] | None = None,
+) -> Op[tuple[Served, T]]:
     """:func:`serve`, with the first round trip of ``other`` (the visitor's
     session, for a page's holes) joined to the lookup's: a hit is still one
-    round trip. Returns what each returned."""
+    round trip. Returns what each returned. ``rendered_for(result)`` true:
+    the page is rendered, whatever the cache holds, and not stored (a
+    visitor whose session holds what only a render shows)."""
     (copy, admission), result = yield from together(lookup(cfg, plan), other)
+    if rendered_for is not None and rendered_for(result):
+        return Served("MISS", rendered=(yield render)), result
     served = yield from answer(cfg, plan, render, copy, admission=admission)
     return served, result
 

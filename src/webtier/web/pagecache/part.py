@@ -201,6 +201,12 @@ class PageCache:
             uncached = Served("MISS", rendered=await render())
             await self._done(layer, uncached, request, exchange, render)
             return
+        if holes is not None and holes.renders(exchange.visit):
+            # Their session holds what only a render shows (Holes.render_for):
+            # rendered for them, filled, never stored.
+            rendered = Served("MISS", rendered=await render())
+            await self._done(layer, rendered, request, exchange, render)
+            return
         if copy is not None:
             hot = self.hot.get(plan.digest, copy)
             if hot is not None and hot.page.fresh(self.tier.config.clock.wall()):

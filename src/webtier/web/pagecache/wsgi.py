@@ -236,7 +236,9 @@ class WSGIMiddleware:
                     )
                 else:
                     served, fields = self.tier.transport.run(
-                        pagecache.ops.serve_beside(self.tier.config, plan, Call(render), read)
+                        pagecache.ops.serve_beside(
+                            self.tier.config, plan, Call(render), read, self._rendered_for(holes)
+                        )
                     )
             visit = policy.visit_of(self.tier.config, fields)
         except WebtierError as error:
@@ -266,6 +268,13 @@ class WSGIMiddleware:
                 served.rendered, policy.rendered_response(served.rendered)[1], holes, visit
             )
         return self._answer(start_response, status, headers, body, item, private)
+
+    def _rendered_for(self, holes: Holes | None) -> Callable[[Any], bool] | None:
+        """Whether a session's hash calls for a render (``Holes.render_for``)."""
+        if holes is None or holes.render_for is None:
+            return None
+        cfg = self.tier.config
+        return lambda fields: holes.renders(policy.visit_of(cfg, fields))
 
     def _visitor(self, environ: Environ) -> SessionState:
         if self.cookies is not None:
