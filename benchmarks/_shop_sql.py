@@ -51,7 +51,7 @@ class SqlShop(StackShop):
             self.visitor(request),
             most_viewed=await self.rows([i for i, _ in best]),
             views=dict(best),
-            recently_viewed=await self.rows(list(request.session.get("viewed", []))),
+            viewed=[str(item) for item in request.session.get("viewed", [])],
         )
 
     async def item(self, request: Request) -> Response:

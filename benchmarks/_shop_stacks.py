@@ -217,7 +217,7 @@ class BookShop(StackShop):
             visitor,
             most_viewed=await self.rows([int(i) for i, _ in top]),
             views={int(i): int(-score) for i, score in top},
-            recently_viewed=await self.rows([int(i) for i in recent]),
+            viewed=list(recent),
         )
 
     async def item(self, request: Request) -> Response:

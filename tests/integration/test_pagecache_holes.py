@@ -33,7 +33,8 @@ RULES = PageRules(
     routes=(
         CacheRoute("/item/*", item_pages=True, item_in_path=True, holes=True),
         CacheRoute("/peek/*", item_pages=True, item_in_path=True, holes=True),
-        CacheRoute("/news", ttl=60, holes=True),
+        # A message waiting in the session is shown (and forgotten) by a render.
+        CacheRoute("/news", ttl=60, holes=True, render_for=lambda visit: "notice" in visit.data),
     )
 )
 
@@ -49,9 +50,7 @@ HOLES = Holes(
         "greeting": greeting,
         "cart": lambda visit: visit.cart_units,
         "viewed": lambda visit: ",".join(visit.viewed),
-    },
-    # A message waiting in the session is shown (and forgotten) by a render.
-    render_for=lambda visit: "notice" in visit.data,
+    }
 )
 
 

@@ -17,6 +17,7 @@ from webtier.demo.shop.accounts import merge_report
 from webtier.demo.shop.app import HOME_TTL, PAGE_RULES
 from webtier.errors import ConfigError, InvalidInput, OutOfStock
 from webtier.pagecache import PageRequest
+from webtier.pagecache.holes import Visit
 from webtier.types import CartChange
 
 
@@ -43,8 +44,14 @@ def test_the_home_page_is_cached_briefly_and_for_no_item() -> None:
     plan = PAGE_RULES.plan(webtier.Config(), PageRequest("GET", "/", host="shop"))
     assert plan is not None
     assert (plan.item, plan.admission, plan.ttl) == (None, None, HOME_TTL)
+    # A visitor with a session: the same page, their parts filled (holes),
+    # but rendered for them while a notice waits in their session.
     private = PageRequest("GET", "/", host="shop", headers={"cookie": "webtier_session=x"})
-    assert PAGE_RULES.plan(webtier.Config(), private) is None  # a session's home: rendered
+    theirs = PAGE_RULES.plan(webtier.Config(), private)
+    assert theirs is not None
+    assert theirs.holes
+    assert theirs.renders(Visit(data={"notices": ["Welcome back"]}))
+    assert not theirs.renders(Visit(user="erin", data={"notices": []}))
 
 
 def test_an_item_path_is_the_books_item_page() -> None:

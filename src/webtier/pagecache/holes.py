@@ -75,25 +75,11 @@ class Holes:
     simple tag returning it; in plain HTML, the string it returns.
     ``mark(name, argument)`` passes the fill a word of the page's own (an
     item id: ``fill(visit, "42")``), so one function fills the hole for
-    every item.
+    every item."""
 
-    ``render_for``: a function of a :class:`Visit`, true for a visitor whose
-    page the app renders instead (never stored): their session holds
-    something a cached page cannot show, such as a message to show once and
-    forget. Asked on every answer of a route with holes, with the session
-    read in the page's round trip: a cheap test of that data, no I/O."""
-
-    def __init__(
-        self,
-        fills: Mapping[str, Callable[..., object]],
-        *,
-        render_for: Callable[[Visit], object] | None = None,
-    ) -> None:
+    def __init__(self, fills: Mapping[str, Callable[..., object]]) -> None:
         if not isinstance(fills, Mapping) or not fills:
             raise ConfigError("Holes needs a mapping of hole names to their fill functions")
-        if render_for is not None and not callable(render_for):
-            raise ConfigError("Holes(render_for=) needs a function of a Visit")
-        self.render_for = render_for
         for name, fill in fills.items():
             if not isinstance(name, str) or not _NAME.fullmatch(name):
                 raise ConfigError(
@@ -136,11 +122,6 @@ class Holes:
             return body, ()
         parts.append(body[start:])
         return b"".join(parts), tuple(places)
-
-    def renders(self, visit: Visit) -> bool:
-        """Whether ``visit``'s page is rendered by the app rather than
-        answered from the cache (``render_for``)."""
-        return self.render_for is not None and bool(self.render_for(visit))
 
     def fills_for(self, places: Places, visit: Visit) -> list[bytes]:
         """What goes in each place for ``visit``. A hole this process does

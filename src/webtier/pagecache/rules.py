@@ -26,7 +26,7 @@ the same round trip as its claim.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
@@ -34,6 +34,7 @@ from webtier._core.keys import PageShard, check_name, shard_of
 from webtier.config import Config, PageCacheSettings, valid_header_names
 from webtier.errors import ConfigError, InvalidInput
 from webtier.pagecache.admission import Admission, RankAdmission
+from webtier.pagecache.holes import Visit
 from webtier.pagecache.request import (
     PageRequest,
     cache_directives,
@@ -66,7 +67,12 @@ class CacheRoute:
     the page is the same for every visitor but its holes
     (:mod:`webtier.pagecache.holes`): requests carrying a session cookie
     are answered from the cache too, each visitor's holes filled from their
-    session, read in the page's round trip.
+    session, read in the page's round trip. ``render_for`` (with
+    ``holes=True``): a function of the visitor's
+    :class:`~webtier.pagecache.holes.Visit`, true for a visitor whose page
+    the app renders instead, never stored: their session holds something
+    this route's page shows only once, such as a message the render takes.
+    A cheap test of the session read in the page's round trip, no I/O.
 
     ``ignored_headers`` and ``ignored_cookies`` (default: the settings')
     name the headers and cookies trusted not to change this route's page. A
@@ -83,6 +89,7 @@ class CacheRoute:
     cookies: tuple[str, ...] = ()
     ignored_headers: tuple[str, ...] | None = None
     ignored_cookies: tuple[str, ...] | None = None
+    render_for: Callable[[Visit], object] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path.startswith("/"):
@@ -97,6 +104,8 @@ class CacheRoute:
         for flag in ("private", "holes", "item_pages", "item_in_path"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"{flag} must be True or False")
+        if self.render_for is not None and not (callable(self.render_for) and self.holes):
+            raise ConfigError("render_for needs holes=True and a function of a Visit")
         if self.item_in_path and not (
             self.item_pages and self.path.endswith("/*") and "*" not in self.path[:-1]
         ):
@@ -147,6 +156,12 @@ class Plan:
     # render of it must not be stored. Empty for most requests.
     unkeyed: tuple[str, ...] = ()
     holes: bool = False  # its route's pages have holes, filled per visitor
+    render_for: Callable[[Visit], object] | None = None  # see CacheRoute
+
+    def renders(self, visit: Visit) -> bool:
+        """Whether ``visit``'s page is rendered by the app rather than
+        answered from the cache (the route's ``render_for``)."""
+        return self.render_for is not None and bool(self.render_for(visit))
 
     @property
     def storable(self) -> bool:
@@ -211,6 +226,7 @@ class PageRules:
             self.admission if route.item_pages else None,
             unkeyed_inputs(settings, route, vary, request, params),
             route.holes,
+            route.render_for,
         )
 
     def holes_at(self, path: str) -> bool:

@@ -41,7 +41,7 @@ with extra_needed("shop", "the demo shop"):
 
     from webtier.demo import shopdb
     from webtier.demo.shop import accounts, orders, pages
-    from webtier.demo.shop.context import Shop
+    from webtier.demo.shop.context import NOTICES, Shop
     from webtier.demo.shop.jobs import jobs_config, maintenance, schedule_flash_sale
     from webtier.demo.shop.security import CSRF_COOKIE, Defences
     from webtier.rows.sql import open_engine
@@ -71,10 +71,18 @@ PAGE_RULES = PageRules(
             holes=True,
             ignored_cookies=HARMLESS_COOKIES,
         ),
-        # Further than the book: every visit starts at the home page, which
-        # is the same for every visitor without a session (the most viewed
-        # items; nothing recently viewed).
-        CacheRoute("/", ttl=HOME_TTL, ignored_cookies=HARMLESS_COOKIES),
+        # Further than the book: every visit starts at the home page, the
+        # same for every visitor (the most viewed items) but for their name,
+        # cart and recently viewed items (holes).
+        # A notice waiting in the visitor's session (a cart merged at login,
+        # an order placed) is shown once, by a render of their own.
+        CacheRoute(
+            "/",
+            ttl=HOME_TTL,
+            holes=True,
+            ignored_cookies=HARMLESS_COOKIES,
+            render_for=lambda visit: bool(visit.data.get(NOTICES)),
+        ),
         CacheRoute("/flash-sale", ttl=FLASH_SALE_TTL, holes=True, ignored_cookies=HARMLESS_COOKIES),
     )
 )
@@ -151,7 +159,7 @@ def create_app(
             pages_app,
             tier=tier,
             pages=PAGE_RULES,
-            holes=shop.holes,  # the visitor's parts of the item pages
+            holes=shop.holes,  # the visitor's parts of the cached pages
             item_views=True,
             sessions=session_options,
             timing=True,

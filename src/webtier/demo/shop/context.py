@@ -69,10 +69,11 @@ def templates() -> Jinja2Templates:
 
 
 def shop_holes(pages: Jinja2Templates) -> Holes:
-    """The visitor's parts of the item pages, which the page cache keeps
-    for every visitor: filled from the session by the same macros that
-    write them in other pages (templates/_visitor.html). Sets the
-    templates' ``hole`` to their markers."""
+    """The visitor's parts of the pages the page cache keeps for every
+    visitor (the home page, the item pages, the flash sale): filled from
+    the session by the same macros that write them in other pages
+    (templates/_visitor.html). Sets the templates' ``hole`` to their
+    markers."""
     parts = pages.env.get_template("_visitor.html").module
 
     # Each part is a macro of a plain value or two, and the same values come
@@ -81,6 +82,8 @@ def shop_holes(pages: Jinja2Templates) -> Holes:
     greeting, cart_badge = made()(parts.greeting), made()(parts.cart_badge)  # type: ignore[attr-defined]
     quantity, buy_label = made()(parts.quantity), made()(parts.buy_label)  # type: ignore[attr-defined]
     viewed = made()(parts.viewed)  # type: ignore[attr-defined]
+    welcome = made()(parts.welcome)  # type: ignore[attr-defined]
+    recently_viewed = made()(parts.recently_viewed)  # type: ignore[attr-defined]
 
     def in_cart(visit: Visit, item: str) -> int:
         return visit.cart.get(item, 0)
@@ -92,6 +95,8 @@ def shop_holes(pages: Jinja2Templates) -> Holes:
             "quantity": lambda visit, item: quantity(in_cart(visit, item)),
             "buy_label": lambda visit, item: buy_label(in_cart(visit, item)),
             "viewed": lambda visit: viewed(visit.viewed),
+            "welcome": lambda visit: welcome(visit.user),
+            "recently_viewed": lambda visit: recently_viewed(visit.viewed),
         }
     )
     pages.env.globals["hole"] = holes.mark

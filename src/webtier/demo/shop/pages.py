@@ -29,24 +29,23 @@ def _ids(names: list[str]) -> list[int]:
 
 async def home(request: Request) -> Response:
     """The most viewed items (the ranking) and the visitor's recently viewed
-    items (the session)."""
+    items (the session). The same page for every visitor, their parts left
+    as holes (the page cache fills them from each visitor's session), but
+    for a visitor with a session the cache did not answer (a notice to
+    show, a reload): theirs, written in."""
     shop = shop_of(request)
-    visitor = await shop.visitor(request)
     top = await shop.tier.ranking.top(shop.settings.most_viewed)
-    recent: list[str] = []
-    if SESSION_COOKIE in request.cookies:
-        recent = await session_of(request).recently_viewed()
-    most_viewed, recently_viewed = _ids([item for item, _ in top]), _ids(recent)
-    # Both lists' rows in one round trip.
-    rows = {row["item_id"]: row for row in await shop.items([*most_viewed, *recently_viewed])}
-    return shop.page(
-        request,
-        "home.html",
-        visitor,
-        most_viewed=[rows[i] for i in most_viewed if i in rows],
-        views={int(item): int(count) for item, count in top if item.isdigit()},
-        recently_viewed=[rows[i] for i in recently_viewed if i in rows],
-    )
+    most_viewed = _ids([item for item, _ in top])
+    rows = {row["item_id"]: row for row in await shop.items(most_viewed)}
+    shown = [rows[i] for i in most_viewed if i in rows]
+    views = {int(item): int(count) for item, count in top if item.isdigit()}
+    if SESSION_COOKIE not in request.cookies:
+        return shop.page(
+            request, "home.html", Visitor(), most_viewed=shown, views=views, holes=True
+        )
+    visitor = await shop.visitor(request)  # read: this page is theirs, never stored
+    viewed = await session_of(request).recently_viewed()
+    return shop.page(request, "home.html", visitor, most_viewed=shown, views=views, viewed=viewed)
 
 
 async def item(request: Request) -> Response:

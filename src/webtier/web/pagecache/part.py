@@ -201,8 +201,8 @@ class PageCache:
             uncached = Served("MISS", rendered=await render())
             await self._done(layer, uncached, request, exchange, render)
             return
-        if holes is not None and holes.renders(exchange.visit):
-            # Their session holds what only a render shows (Holes.render_for):
+        if holes is not None and plan.renders(exchange.visit):
+            # Their session holds what only a render shows (render_for):
             # rendered for them, filled, never stored.
             rendered = Served("MISS", rendered=await render())
             await self._done(layer, rendered, request, exchange, render)

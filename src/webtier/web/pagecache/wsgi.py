@@ -237,7 +237,7 @@ class WSGIMiddleware:
                 else:
                     served, fields = self.tier.transport.run(
                         pagecache.ops.serve_beside(
-                            self.tier.config, plan, Call(render), read, self._rendered_for(holes)
+                            self.tier.config, plan, Call(render), read, self._rendered_for(plan)
                         )
                     )
             visit = policy.visit_of(self.tier.config, fields)
@@ -269,12 +269,12 @@ class WSGIMiddleware:
             )
         return self._answer(start_response, status, headers, body, item, private)
 
-    def _rendered_for(self, holes: Holes | None) -> Callable[[Any], bool] | None:
-        """Whether a session's hash calls for a render (``Holes.render_for``)."""
-        if holes is None or holes.render_for is None:
+    def _rendered_for(self, plan: Plan) -> Callable[[Any], bool] | None:
+        """Whether a session's hash calls for a render (the route's ``render_for``)."""
+        if plan.render_for is None:
             return None
         cfg = self.tier.config
-        return lambda fields: holes.renders(policy.visit_of(cfg, fields))
+        return lambda fields: plan.renders(policy.visit_of(cfg, fields))
 
     def _visitor(self, environ: Environ) -> SessionState:
         if self.cookies is not None:
