@@ -234,6 +234,8 @@ def test_settings_and_routes_are_checked() -> None:
         {"ignored_headers": ("bad header",)},
         {"ignored_cookies": ["x"]},
         {"item_pages": 1},
+        {"render_for": lambda visit: True},  # a render for some visitors needs holes
+        {"holes": True, "render_for": "notices"},
     ]
     for bad_route in bad_routes:
         with pytest.raises(ConfigError):
