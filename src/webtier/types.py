@@ -252,7 +252,10 @@ class Rendered:
 
     ``ttl`` is how long it may be cached (seconds), None when it may not be:
     the caller's policy decides, from its status and headers. ``sent`` is
-    True when it was streamed straight to the client (nothing to send)."""
+    True when it was streamed straight to the client (nothing to send).
+    ``personal``: not stored because it is this visitor's (the render read
+    their session); the page itself may be stored by another's render, so
+    it leaves no pass note."""
 
     status: int
     headers: tuple[tuple[str, str], ...]
@@ -262,6 +265,7 @@ class Rendered:
     # Where its holes are in ``body`` (offset, name), the markers taken out:
     # the parts each answer fills for its visitor (webtier.pagecache.holes).
     holes: tuple[tuple[int, str], ...] = ()
+    personal: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -364,3 +364,17 @@ async def test_a_visitor_with_a_notice_gets_a_render_that_is_never_stored(
     assert "your order shipped" not in anonymous.text
     assert "ann" not in anonymous.text
     assert shop.renders == 2
+
+
+async def test_a_render_of_one_visitors_page_leaves_the_page_to_the_next_render(
+    shop: Shop,
+) -> None:
+    ann = await shop.login("ann")
+    theirs = await shop.get("/news", ann)  # her handler read her session: hers alone
+    assert theirs.headers["x-cache"] == "MISS"
+    # No pass note left for the page: the next render, anonymous, is stored.
+    assert (await shop.get("/news")).headers["x-cache"] == "MISS"
+    shared = await shop.get("/news")
+    assert shared.headers["x-cache"] == "HIT"
+    assert "ann" not in shared.text
+    assert shop.renders == 2

@@ -281,8 +281,10 @@ def _render_and_store(
         raise
     settings = cfg.pagecache
     if rendered.ttl is None or rendered.sent or len(rendered.body) > settings.max_body:
-        if rendered.status >= 500:
-            yield _release(plan, token)  # may pass; the next request tries again
+        if rendered.status >= 500 or rendered.personal:
+            # May pass, or is one visitor's (another's render may be stored):
+            # the next request tries again.
+            yield _release(plan, token)
         else:
             yield _store(cfg, plan, token, generation, PASS_NOTE, settings.pass_ttl)
         return Served("MISS", rendered=rendered)

@@ -140,6 +140,7 @@ class _Render:
         await self.layer.render(self.scope, self.receive, capture, self.exchange)
         body = b"".join(chunks)
         places: tuple[tuple[int, str], ...] = ()
+        personal = False
         if self.holes is not None:
             body, places = self.holes.split(body)
             visitor = self.exchange.visitor
@@ -147,7 +148,13 @@ class _Render:
                 # The app read the session: its page may hold the visitor's
                 # data outside the holes. Answered, never stored.
                 ttl = None
-        self.result = Rendered(status, headers, body, ttl, sent=through, holes=places)
+            # Not stored, for a visitor with a session: it may be theirs alone
+            # (read their session, set their cookie), and say nothing of the
+            # page another visitor's render may store (no pass note).
+            personal = ttl is None and visitor is not None and visitor.token is not None
+        self.result = Rendered(
+            status, headers, body, ttl, sent=through, holes=places, personal=personal
+        )
         return self.result
 
 

@@ -161,11 +161,16 @@ class _Render:
             if close is not None:
                 close()
         places: tuple[tuple[int, str], ...] = ()
+        personal = False
         if self.holes is not None:
             data, places = self.holes.split(data)
-            if self.visitor is not None and self.visitor.loaded:
+            visitor = self.visitor
+            if visitor is not None and visitor.loaded:
                 ttl = None  # the app read the session: its page may be one visitor's
-        self.result = Rendered(status, pairs, data, ttl, holes=places)
+            # Not stored, for a visitor with a session: it may be theirs alone,
+            # and says nothing of the page (no pass note; see the ASGI part).
+            personal = ttl is None and visitor is not None and visitor.token is not None
+        self.result = Rendered(status, pairs, data, ttl, holes=places, personal=personal)
         return self.result
 
 
