@@ -26,7 +26,10 @@ with extra_needed("web", "the ASGI page cache"):
 class Visitor(Protocol):
     """What the page cache needs of a request's session: its token (None
     without a live-looking cookie), how it counts views and when a read
-    touches it, and whether the app read it."""
+    touches it, whether the app read it, and where the hash the page's
+    round trip read goes for the app's first read."""
+
+    read_with_page: dict[str, bytes] | None
 
     @property
     def token(self) -> str | None: ...
@@ -203,6 +206,9 @@ class PageCache:
                     # The page and the visitor's session in one round trip.
                     (copy, admission), fields = await run(together(lookup, read))
                     exchange.visit = policy.visit_of(self.tier.config, fields)
+                    if fields is not None and exchange.visitor is not None:
+                        # A render of this request reads it from here: no second load.
+                        exchange.visitor.read_with_page = fields
         except WebtierError as error:
             self.policy.outage.failed(error)
             uncached = Served("MISS", rendered=await render())

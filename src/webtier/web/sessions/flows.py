@@ -42,7 +42,9 @@ def load(cfg: Config, state: SessionState) -> Op[str | None]:
     if state.token is None:
         return None
     try:
-        fields = yield from sessions.ops.load(cfg, state.token, state.refresh_after)
+        fields = state.read_with_page
+        if fields is None:
+            fields = yield from sessions.ops.load(cfg, state.token, state.refresh_after)
     except RedisUnavailable as error:
         if state.options.on_outage == "fail":
             state.loaded = False

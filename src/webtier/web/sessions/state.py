@@ -34,6 +34,10 @@ class SessionState:
     # (read-your-writes); None before the load, and after a login until the
     # new session is read.
     fields: dict[str, bytes] | None = None
+    # The hash as the page cache read it in the page's round trip, for the
+    # render it asks for next: the request's first load takes it instead of
+    # reading again (what the session was when the request came).
+    read_with_page: dict[str, bytes] | None = None
     degraded: RedisUnavailable | None = None  # anonymous because Redis is away
     cookie: Literal["keep", "set", "clear"] = "keep"
     headers_sent: bool = False
