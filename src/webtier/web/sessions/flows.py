@@ -42,7 +42,7 @@ def load(cfg: Config, state: SessionState) -> Op[str | None]:
     if state.token is None:
         return None
     try:
-        fields = state.read_with_page
+        fields, state.read_with_page = state.read_with_page, None  # taken once
         if fields is None:
             fields = yield from sessions.ops.load(cfg, state.token, state.refresh_after)
     except RedisUnavailable as error:
