@@ -253,9 +253,10 @@ class Rendered:
     ``ttl`` is how long it may be cached (seconds), None when it may not be:
     the caller's policy decides, from its status and headers. ``sent`` is
     True when it was streamed straight to the client (nothing to send).
-    ``personal``: not stored because it is this visitor's (the render read
-    their session); the page itself may be stored by another's render, so
-    it leaves no pass note."""
+    ``personal``: not stored, rendered for a visitor with a session on a
+    route with holes (it may be theirs alone: it read their session, set
+    their cookie); the page may still be stored by another visitor's
+    render, so it leaves no pass note."""
 
     status: int
     headers: tuple[tuple[str, str], ...]
