@@ -444,6 +444,8 @@ class Sessions(Workload):
             except webtier.RedisUnavailable as error:
                 self._cart(shopper, token, count, error)
                 raise
+            except UnknownSession:  # lost with the old master: a loss, counted
+                return self._touched(shopper, token, False)
             self._cart(shopper, token, count, None)
             return "ok"
         if i % 25 == 12:
@@ -484,6 +486,8 @@ class Sessions(Workload):
             except webtier.RedisUnavailable as error:
                 self._cart(shopper, token, count, error)
                 raise
+            except UnknownSession:  # lost with the old master: a loss, counted
+                return self._touched(shopper, token, False)
             self._cart(shopper, token, count, None)
             return "ok"
         return self._touched(shopper, token, await tier.sessions.touch(token, item=f"i{i % 5}"))
