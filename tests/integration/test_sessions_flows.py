@@ -166,6 +166,48 @@ def test_every_read_of_a_request_answers_from_the_one_load_and_sees_its_writes(
     assert tier.carts.get(token) == {}
 
 
+@pytest.mark.parametrize("refresh_after", [60.0, 0.0], ids=["plain-load", "every-load-touches"])
+def test_a_pop_as_the_first_read_takes_the_value_in_the_loads_round_trip(
+    tier: webtier.WebTier, refresh_after: float
+) -> None:
+    token = tier.sessions.new(user="ann")
+    tier.sessions.update(token, {"notice": ["saved"], "theme": "dark"})
+    cfg = tier.config
+    live = state_of(tier, token)
+    live.refresh_after = refresh_after
+    assert run(tier, flows.pop(cfg, live, "notice")) == (["saved"], 1)
+    # The request's later reads: from the load, without the value taken.
+    assert run(tier, flows.data(cfg, live)) == ({"theme": "dark"}, 0)
+    assert run(tier, flows.user(cfg, live)) == ("ann", 0)
+    assert run(tier, flows.pop(cfg, live, "notice", "none")) == ("none", 0)
+    # ... and the next request: gone from Redis.
+    assert tier.sessions.data(token) == {"theme": "dark"}
+    again = state_of(tier, token)
+    assert run(tier, flows.pop(cfg, again, "notice", ())) == ((), 1)
+
+
+def test_a_pop_after_the_load_writes_only_when_the_value_is_there(tier: webtier.WebTier) -> None:
+    token = tier.sessions.new()
+    tier.sessions.update(token, {"notice": "hello", "theme": "dark"})
+    cfg = tier.config
+    live = state_of(tier, token)
+    assert run(tier, flows.get(cfg, live, "theme")) == ("dark", 1)
+    assert run(tier, flows.pop(cfg, live, "missing", 0)) == (0, 0)
+    assert run(tier, flows.pop(cfg, live, "notice")) == ("hello", 1)
+    assert tier.sessions.data(token) == {"theme": "dark"}
+    # A copy read with the page is still in Redis: the value is removed by a write.
+    seeded = state_of(tier, token)
+    seeded.read_with_page = tier.transport.run(sessions.ops.load(cfg, token, 60.0))
+    assert run(tier, flows.pop(cfg, seeded, "theme")) == ("dark", 1)
+    assert tier.sessions.data(token) == {}
+
+
+def test_a_pop_without_a_session_calls_nothing(tier: webtier.WebTier) -> None:
+    anonymous = state_of(tier, None)
+    assert run(tier, flows.pop(tier.config, anonymous, "notice", [])) == ([], 0)
+    assert anonymous.token is None
+
+
 def test_a_login_reads_the_new_session_once_for_its_merged_cart(tier: webtier.WebTier) -> None:
     earlier = tier.sessions.new(user="bob")
     tier.carts.set(earlier, "pen", 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -126,31 +126,45 @@ def info(cfg: Config, token: str) -> Op[SessionInfo | None]:
     return _info(created, sid, user, score)
 
 
-def load(cfg: Config, token: str, refresh_after: float) -> Op[dict[str, bytes] | None]:
+def load(
+    cfg: Config, token: str, refresh_after: float, *, taking: Sequence[str] = ()
+) -> Op[dict[str, bytes] | None]:
     """The session's whole hash, for a request that reads it many times
     (``data_of``, ``cart_of``, ``viewed_of`` decode it); ``None`` when there
     is no live session. One round trip; a session last seen ``refresh_after``
     seconds ago or more is touched too (last seen and expiry: no user, no
     item), in a second one (with ``refresh_after=0``, every load touches, in
     the first). A hash is a cart and a few fields, so the whole of it costs
-    less than a second call for what the request reads later."""
-    return (yield from load_at(cfg, place(cfg, token), refresh_after))
+    less than a second call for what the request reads later.
+
+    ``taking``: data names removed from the session as it is read, in the
+    same round trip (a message shown once); the hash returned still holds
+    them. A load sent again after its reply was lost finds them gone: a
+    value taken is shown at most once, never twice."""
+    return (yield from load_at(cfg, place(cfg, token), refresh_after, taking=taking))
 
 
-def load_at(cfg: Config, where: Place, refresh_after: float) -> Op[dict[str, bytes] | None]:
+def load_at(
+    cfg: Config, where: Place, refresh_after: float, *, taking: Sequence[str] = ()
+) -> Op[dict[str, bytes] | None]:
     """:func:`load` of the session at ``where`` (its token already checked)."""
     settings = cfg.sessions
     refresh = max(0, round(refresh_after * 1000))
     args = (where.token, refresh, *timeouts(settings))
     call = ScriptCall(LOAD, (where.key, where.recent), args)
+    # After the hash is read: a session's hash always holds its own fields
+    # (c, i), so removing data never empties it.
+    taken: tuple[tuple[str, ...], ...] = ()
+    if taking:
+        taken = (("HDEL", where.key, *(f"d{check_name('taking', name)}" for name in taking)),)
     # Sent twice, a load touches twice: the same state as once. Written to the
     # primary, replica reads or not: a replica may still hold a session ended.
     if refresh == 0:
         # Every read touches: the hash, then the script that checks the
         # session is live and touches it, in one round trip (session_load.lua
         # says why not one script).
-        ((fields, reply),) = yield (
-            write(where.route, ("HGETALL", where.key), call, idempotent=True),
+        ((fields, *_, reply),) = yield (
+            write(where.route, ("HGETALL", where.key), *taken, call, idempotent=True),
         )
         return fields_of(fields) if int(reply[0]) == 1 and fields else None
     # Most reads touch nothing (the session was seen less than `refresh` ms
@@ -159,10 +173,11 @@ def load_at(cfg: Config, where: Place, refresh_after: float) -> Op[dict[str, byt
     # script runs, a round trip later, only when they say it has work: a
     # touch due, an index entry to list or forget, an absolute timeout past.
     # A session ended in between makes it answer 0: read as missing.
-    ((fields, seen, now),) = yield (
+    ((fields, *_, seen, now),) = yield (
         write(
             where.route,
             ("HGETALL", where.key),
+            *taken,
             ("ZSCORE", where.recent, where.token),
             ("TIME",),
             idempotent=True,

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from webtier import sessions
+from webtier._core.keys import check_name
 from webtier._core.protocol import Op, text
 from webtier.config import Config
 from webtier.errors import LateCookie, PartiallyApplied, RedisUnavailable, UnknownSession
@@ -32,10 +33,12 @@ from webtier.web.sessions.state import SessionState
 T = TypeVar("T")
 
 
-def load(cfg: Config, state: SessionState) -> Op[str | None]:
+def load(cfg: Config, state: SessionState, *, taking: tuple[str, ...] = ()) -> Op[str | None]:
     """The session's user, and its whole hash kept for the request's other
     reads: one round trip, once per request, and a second that touches a
-    session idle for ``refresh_after``."""
+    session idle for ``refresh_after``. ``taking``: data names a load from
+    Redis removes in its round trip (see :func:`pop`; not the hash the page
+    cache read with the page)."""
     if state.loaded:
         return state.user
     state.loaded = True
@@ -44,7 +47,10 @@ def load(cfg: Config, state: SessionState) -> Op[str | None]:
     try:
         fields, state.read_with_page = state.read_with_page, None  # taken once
         if fields is None:
-            fields = yield from sessions.ops.load(cfg, state.token, state.refresh_after)
+            fields = yield from sessions.ops.load(
+                cfg, state.token, state.refresh_after, taking=taking
+            )
+
     except RedisUnavailable as error:
         if state.options.on_outage == "fail":
             state.loaded = False
@@ -132,6 +138,25 @@ def _write(cfg: Config, state: SessionState, write: Callable[[str], Op[T]]) -> O
         _forget(state)
     token = yield from _ensure(cfg, state)
     return (yield from write(token))
+
+
+def pop(cfg: Config, state: SessionState, name: str, default: Any = None) -> Op[Any]:
+    """The data value ``name`` (``default`` without one), removed from the
+    session: a message shown once. As the request's first read, the removal
+    rides in the load's round trip; later, it is one write, made only when
+    the value is there."""
+    field = f"d{check_name('name', name)}"
+    taken = not state.loaded and state.token is not None and state.read_with_page is None
+    if taken:
+        yield from load(cfg, state, taking=(name,))
+    fields = yield from _fields(cfg, state)
+    if field not in fields:
+        return default
+    value = sessions.ops.data_of({field: fields[field]})[name]
+    if not taken and state.token is not None:
+        yield from sessions.ops.discard(cfg, state.token, name)
+    _drop(state, lambda held: held == field)
+    return value
 
 
 def update(cfg: Config, state: SessionState, values: Mapping[str, Any]) -> Op[None]:

@@ -53,6 +53,12 @@ class Session:
     def get(self, name: str, default: Any = None) -> Any:
         return self._run(flows.get(self._config, self._state, name, default))
 
+    def pop(self, name: str, default: Any = None) -> Any:
+        """The value of ``name`` (``default`` without one), removed from the
+        session: a message shown once. As the request's first read, the
+        removal rides in the session's load (one round trip for both)."""
+        return self._run(flows.pop(self._config, self._state, name, default))
+
     def update(self, values: Mapping[str, Any]) -> None:
         self._run(flows.update(self._config, self._state, values))
 
