@@ -9,7 +9,7 @@ objects, so other stacks can render the same templates.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -200,13 +200,10 @@ class Shop:
         if SESSION_COOKIE not in request.cookies:
             return Visitor()
         session = session_of(request)
+        # Taken first: the request's first read removes them in its load.
+        shown = tuple(await session.pop(NOTICES, ())) if notices else ()
         user = await session.user()
         cart = {int(item): count for item, count in (await session.cart()).items()}
-        shown: tuple[str, ...] = ()
-        if notices:
-            shown = tuple(await session.get(NOTICES, ()))
-            if shown:
-                await session.discard(NOTICES)
         return Visitor(user, cart, shown)
 
     def page(
@@ -231,10 +228,13 @@ class Shop:
         )
 
 
-async def notify(session: AsyncSession, message: str) -> None:
-    """Keep ``message`` for the next page the visitor sees."""
+async def notify(
+    session: AsyncSession, message: str, also: Mapping[str, Any] | None = None
+) -> None:
+    """Keep ``message`` for the next page the visitor sees; ``also``: other
+    session values set in the same write."""
     waiting = list(await session.get(NOTICES, ()))
-    await session.update({NOTICES: [*waiting[-4:], message]})
+    await session.update({NOTICES: [*waiting[-4:], message], **(also or {})})
 
 
 def shop_of(request: Request) -> Shop:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -25,9 +26,14 @@ def _see(path: str) -> RedirectResponse:
     return RedirectResponse(path, status_code=303)
 
 
+def new_checkout_key() -> str:
+    return secrets.token_urlsafe(18)  # 144 random bits: no one guesses another's
+
+
 async def cart(request: Request) -> Response:
     """The cart's lines, priced from the row cache; its checkout form carries
-    the session's checkout key (issued here for a cart that has none)."""
+    the session's checkout key (issued with the cart's first line; here for
+    a cart that has none, one a login merged in)."""
     shop = shop_of(request)
     visitor = await shop.visitor(request)
     rows = await shop.items(sorted(visitor.cart))
@@ -38,7 +44,7 @@ async def cart(request: Request) -> Response:
         session = session_of(request)
         key = await session.get(CHECKOUT_KEY, "")
         if not key:
-            key = secrets.token_urlsafe(18)  # 144 random bits: no one guesses another's
+            key = new_checkout_key()
             await session.update({CHECKOUT_KEY: key})
     return shop.page(request, "cart.html", visitor, lines=lines, total=total, checkout_key=key)
 
@@ -67,7 +73,10 @@ async def change_cart(request: Request) -> Response:
             request, 400, "Cart limit", f"A cart holds {detail}; nothing was changed."
         )
     done = f"Item {item_id} removed." if count == 0 else f"Item {item_id}: {count} in your cart."
-    await notify(session, done)
+    # The cart's checkout key, in the notice's write: the cart page that
+    # follows only reads.
+    issued = {} if await session.get(CHECKOUT_KEY) else {CHECKOUT_KEY: new_checkout_key()}
+    await notify(session, done, also=issued)
     await replicated(shop)
     return _see("/cart")
 
@@ -115,14 +124,14 @@ async def checkout(request: Request) -> Response:
             "Out of stock",
             f"Item {error.item_id} has fewer than {error.wanted} in stock; nothing was ordered.",
         )
-    await taken(shop, session, done.order)
     if done.new:
         try:
             await shop.tier.stats.record(STATS_CONTEXT, "BasketSize", done.order.items)
             await shop.tier.stats.record(STATS_CONTEXT, "BasketValue", float(done.order.total))
         except WebtierError as error:  # statistics are observability: never fail an order
             log.warning("checkout statistics not recorded: %s", error)
-        await notify(session, f"Thank you: order {done.order.order_id} is placed.")
+    thanks = f"Thank you: order {done.order.order_id} is placed." if done.new else None
+    await taken(shop, session, done.order, notice=thanks)
     await replicated(shop)
     return _see(f"/orders/{done.order.order_id}")
 
@@ -149,17 +158,24 @@ async def replicated(shop: Shop) -> None:
         )
 
 
-async def taken(shop: Shop, session: AsyncSession, placed: catalog.Order) -> None:
+async def taken(
+    shop: Shop, session: AsyncSession, placed: catalog.Order, notice: str | None = None
+) -> None:
     """What follows an order's commit, each step safe to repeat, in an order
-    that keeps a retry able to finish them: the session remembers the order,
-    the stock shown anew, the cart emptied, and the key dropped last (while
-    it is the session's, a checkout with it comes back here)."""
-    remembered = list(await session.get(ORDERS, ()))
-    if placed.order_id not in remembered:
-        await session.update({ORDERS: [*remembered[-49:], placed.order_id]})
+    that keeps a retry able to finish them: the stock shown anew, the cart
+    emptied, then one write that remembers the order, leaves ``notice`` and
+    drops the key, last (while it is the session's, a checkout with it
+    comes back here)."""
     await forget_stock(shop, placed.lines)
     await session.clear_cart()
-    await session.discard(CHECKOUT_KEY)
+    remembered = list(await session.get(ORDERS, ()))
+    last: dict[str, Any] = {CHECKOUT_KEY: ""}  # no key: the next cart's first line gets one
+    if placed.order_id not in remembered:
+        last[ORDERS] = [*remembered[-49:], placed.order_id]
+    if notice is None:
+        await session.update(last)
+    else:
+        await notify(session, notice, also=last)
 
 
 async def forget_stock(shop: Shop, lines: tuple[catalog.OrderLine, ...]) -> None:
