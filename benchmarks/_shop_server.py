@@ -66,6 +66,8 @@ class Counts:
     item_views_cached: int = 0  # of those, answered from the page cache (X-Cache: HIT)
     session_item_views: int = 0  # the same, of visitors with a session
     session_item_views_cached: int = 0
+    # Per kind of request ("GET /item/N, session"): [requests, round trips, SQL].
+    routes: dict[str, list[int]] = field(default_factory=dict)
 
     def figures(self) -> dict[str, Any]:
         hits = Histogram(SUB_BUCKETS, dict(self.hit_buckets))
@@ -86,6 +88,7 @@ class Counts:
             "item_views_cached": self.item_views_cached,
             "session_item_views": self.session_item_views,
             "session_item_views_cached": self.session_item_views_cached,
+            "routes": self.routes,
         }
 
 
@@ -141,6 +144,14 @@ def count_round_trips() -> None:
     Link.send = queued  # type: ignore[method-assign,assignment]
 
 
+def _kind(method: str, path: str, session: bool) -> str:
+    """A request's kind in the per-route figures: its method, its path with
+    an item's or an order's id as N, and whether it carried a session."""
+    head, _, rest = path.lstrip("/").partition("/")
+    shown = f"/{head}/N" if rest.isdigit() else path if len(path) <= 32 else "(other)"
+    return f"{method} {shown}{', session' if session else ''}"
+
+
 class Measured:
     """The stack's app, with the bench's figures answered beside it."""
 
@@ -159,7 +170,7 @@ class Measured:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        if scope["type"] != "http" or not path.startswith("/item/"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         request = _Request(_current_task())
@@ -182,6 +193,13 @@ class Measured:
             _REQUEST.reset(token)
         elapsed = time.perf_counter() - began
         counts = COUNTS
+        kind = _kind(scope["method"], path, self._has_session(scope))
+        tally = counts.routes.setdefault(kind, [0, 0, 0])
+        tally[0] += 1
+        tally[1] += request.round_trips
+        tally[2] += request.sql
+        if not path.startswith("/item/"):
+            return
         if cache == b"HIT":
             bucket = bucket_of(elapsed, SUB_BUCKETS)
             if self._has_session(scope):

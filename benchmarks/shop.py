@@ -527,6 +527,7 @@ def _rows(h: Harness, stacks: dict[str, Stack], load: Load, two: Stack | None) -
             goals=(Goal(1, of="webtier", at_least=False, unit="round trip"),),
             note="the page, the session read and the view counted: one pipeline (#26)"),
     ]  # fmt: skip
+    h.notes += [_round_trips_by_kind(stack) for name, stack in stacks.items() if name != "sql"]
     for stack in [*stacks.values(), *([two] if two else [])]:
         errors = sum(r.status("5xx") + r.transport_errors for r in stack.reports)
         if errors:
@@ -544,6 +545,27 @@ def _rows(h: Harness, stacks: dict[str, Stack], load: Load, two: Stack | None) -
     else:
         h.notes.append("load: python, webtier loadgen's driver (its CPU bounds the figures)")
     return rows
+
+
+def _round_trips_by_kind(stack: Stack, shown: int = 8) -> str:
+    """Where a stack's round trips go, over its measured runs: the kinds of
+    request that sent the most, each with its share of the requests, its
+    round trips a request and its share of the round trips."""
+    totals: dict[str, list[int]] = {}
+    for figures in stack.figures:
+        for kind, tally in figures["routes"].items():
+            total = totals.setdefault(kind, [0, 0, 0])
+            for i, value in enumerate(tally):
+                total[i] += value
+    requests = sum(t[0] for t in totals.values()) or 1
+    trips = sum(t[1] for t in totals.values()) or 1
+    ranked = sorted(totals.items(), key=lambda pair: -pair[1][1])[:shown]
+    parts = [
+        f"{kind} {100 * n / requests:.1f} % of requests, {sent / n:.2f} a request, "
+        f"{100 * sent / trips:.1f} % of round trips"
+        for kind, (n, sent, _) in ranked
+    ]
+    return f"{NAMES[stack.name]}: round trips by kind of request: " + "; ".join(parts)
 
 
 def _requests(report: LoadReport, route: str | None) -> int:
