@@ -92,6 +92,24 @@ def test_the_cart_adds_changes_removes_and_says_so(shop: str) -> None:
         assert "Your cart is empty" in emptied.text
 
 
+def test_the_carts_checkout_key_comes_with_its_first_line(shop: str) -> None:
+    # The key is written with the first line's notice, so the cart page only
+    # reads: a checkout sent before any cart page was seen (the session's
+    # key, none in the form) places the order, and the cart page then shows
+    # that the cart was taken. Its notice showed once, on the order's page.
+    with browser(shop) as client:
+        post(client, "/item/6", "/cart", item="6", count="1")
+        placed = post(client, "/item/6", "/checkout")
+        assert placed.status_code == 303, placed.text
+        assert placed.headers["location"].startswith("/orders/")
+        order = client.get(placed.headers["location"])
+        assert "Item 6: 1 in your cart." in order.text
+        assert "is placed" in order.text
+        cart = client.get("/cart")
+        assert "Your cart is empty" in cart.text
+        assert "is placed" not in cart.text
+
+
 @pytest.mark.parametrize(
     ("item", "count", "says"),
     [
