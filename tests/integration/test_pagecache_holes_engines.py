@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 import flask
+import flask_login
 import pytest
 from django.conf import settings
 from django.contrib import auth
@@ -72,10 +73,11 @@ class FlaskShop:
     def __init__(self, tier: webtier.WebTier) -> None:
         self.renders = 0
         app = flask.Flask("engine-holes")
-        # No flask_login.LoginManager: its after_request hook reads
-        # flask.session on every request (Vary: Cookie), so no page of such
-        # an app is ever stored.
         app.session_interface = SessionInterface(tier)
+        # flask-login's after_request hook looks for its remember-me flag in
+        # every request's session: pages are stored all the same.
+        logins = flask_login.LoginManager(app)
+        logins.user_loader(self.user)
 
         @app.get("/item/<item>")
         def item(item: str) -> str:
@@ -90,7 +92,7 @@ class FlaskShop:
         @app.post("/login/<user>")
         def login(user: str) -> str:
             app.session_interface.regenerate(flask.session)  # type: ignore[attr-defined]
-            flask.session["_user_id"] = user  # what flask_login.login_user writes
+            flask_login.login_user(self.user(user))
             flask.session["name"] = f"No. {user}"
             return "in"
 
@@ -99,6 +101,12 @@ class FlaskShop:
             app, tier, RULES, holes=HOLES, sessions=options, item_views=True
         )
         self.client = app.test_client(use_cookies=False)  # each request names its visitor
+
+    @staticmethod
+    def user(user_id: str) -> flask_login.UserMixin:
+        user = flask_login.UserMixin()
+        user.id = user_id  # type: ignore[attr-defined]
+        return user
 
     def login(self, user: str) -> str:
         return str(self.client.post(f"/login/{user}").headers["set-cookie"].split(";")[0])
@@ -143,6 +151,12 @@ class DjangoShop:
     def peek(self, request: HttpRequest, item: str) -> HttpResponse:
         self.renders += 1
         return _sized(page(item, f"<b>{request.session.get(auth.SESSION_KEY)}</b>"))
+
+    @staticmethod
+    def user(user_id: str) -> flask_login.UserMixin:
+        user = flask_login.UserMixin()
+        user.id = user_id  # type: ignore[attr-defined]
+        return user
 
     def login(self, user: str) -> str:
         return str(self.client.post(f"/login/{user}").headers["set-cookie"].split(";")[0])

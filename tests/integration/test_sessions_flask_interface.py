@@ -147,6 +147,78 @@ def test_every_read_of_the_session_marks_it_accessed(read: Any) -> None:
     assert not session.modified
 
 
+def flask_login_app(tier: webtier.WebTier) -> flask.Flask:
+    """An app with flask-login's LoginManager, whose after-request hook
+    looks for its remember-me flag in every request's session."""
+    import flask_login
+
+    app = create_app(tier, SESSION_PERMANENT=True, SECRET_KEY="k" * 32)
+    logins = flask_login.LoginManager(app)
+
+    @logins.user_loader
+    def load(user_id: str) -> flask_login.UserMixin:
+        user = flask_login.UserMixin()
+        user.id = user_id  # type: ignore[attr-defined]
+        return user
+
+    @app.post("/remembered")
+    def remembered() -> str:
+        user = flask_login.UserMixin()
+        user.id = "ann"  # type: ignore[attr-defined]
+        flask_login.login_user(user, remember=True)
+        return "in"
+
+    @app.get("/me")
+    def me() -> str:
+        return str(flask_login.current_user.get_id())
+
+    @app.get("/hooked")
+    def hooked() -> str:
+        return "the same for everyone"
+
+    @app.after_request
+    def reads_after_the_view(response: flask.Response) -> flask.Response:
+        if flask.request.path == "/hooked":
+            response.headers["X-Value"] = str(flask.session.get("value"))
+        return response
+
+    return app
+
+
+@pytest.mark.parametrize("visitor", ["anonymous", "with a session"])
+def test_flask_logins_look_after_the_view_leaves_the_page_free_of_the_session(
+    tier: webtier.WebTier, visitor: str
+) -> None:
+    """flask-login's after-request hook reads ``"_remember" in session`` on
+    every request: that alone adds no ``Vary: Cookie`` and no cookie, so a
+    page whose view leaves the session alone may be cached (it was never
+    stored before: every response of a flask-login app varied on Cookie)."""
+    client = flask_login_app(tier).test_client()
+    if visitor != "anonymous":
+        client.post("/set", data={"value": "42"})
+    page = client.get("/")
+    assert page.data == b"hello world"
+    assert "Vary" not in page.headers
+    assert "Set-Cookie" not in page.headers
+
+
+def test_a_read_by_the_view_or_by_another_hook_still_varies(tier: webtier.WebTier) -> None:
+    client = flask_login_app(tier).test_client()
+    client.post("/set", data={"value": "42"})
+    assert client.get("/get").headers["Vary"] == "Cookie"  # the view read it
+    hooked = client.get("/hooked")  # a hook read a key of its own, after the view
+    assert hooked.headers["X-Value"] == "42"
+    assert hooked.headers["Vary"] == "Cookie"
+    # A login that asks to be remembered: the hook's flag sets flask-login's
+    # cookie, read and removed after the view: the response varies.
+    login = client.post("/remembered")
+    assert login.headers["Vary"] == "Cookie"
+    assert any(c.startswith("remember_token=") for c in login.headers.getlist("Set-Cookie"))
+    me = client.get("/me")  # current_user reads the session in the view
+    assert me.data == b"ann"
+    assert me.headers["Vary"] == "Cookie"
+
+
 def test_the_cookie_names_the_stored_session(tier: webtier.WebTier) -> None:
     """Mirrors flask-session tests/conftest.py ``Utils.test_session_with_cookie``
     and test_redis.py::TestRedisSession::test_redis_default's look at the store."""

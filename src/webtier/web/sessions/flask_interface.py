@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from flask import Flask, Request, Response
+from flask import Flask, Request, Response, after_this_request, has_request_context
 from flask.sessions import SessionInterface as FlaskSessionInterface
 from flask.sessions import SessionMixin
 from werkzeug.datastructures import CallbackDict
@@ -37,6 +37,14 @@ if TYPE_CHECKING:
     from _collections_abc import dict_items, dict_keys, dict_values
 
 _CREATE_ATTEMPTS = 5  # a fresh 256-bit id is never taken; this only bounds a broken RNG
+
+# flask-login's after-request hook looks for its remember-me flag in the
+# session of every request, after the page is made; the flag only ever sets
+# or clears a cookie (and a response that sets one is never stored). That
+# look alone leaves the response free of the session: no Vary, no cookie
+# refresh, so the page cache may keep the page (with it, every page of an
+# app using flask-login varied on Cookie).
+AFTER_VIEW_KEYS = frozenset({"_remember"})
 
 
 class FlaskSession(CallbackDict[str, Any], SessionMixin):
@@ -64,53 +72,78 @@ class FlaskSession(CallbackDict[str, Any], SessionMixin):
         # request that neither reads nor writes its session sets no cookie
         # and no Vary, so its page may be cached.
         self.modified = self.accessed = False
+        # Set as the view's response goes to the after-request hooks
+        # (view_ended): whether the view read the session, and the keys
+        # the hooks read after it ("" for the whole session).
+        self.view_over = self.read_in_view = False
+        self.read_after: set[str] = set()
+
+    def view_ended(self, response: Response) -> Response:
+        """Registered with ``flask.after_this_request`` by the interface, so
+        it runs before the app's after-request hooks: the page is made."""
+        self.view_over, self.read_in_view = True, self.accessed
+        return response
+
+    @property
+    def used(self) -> bool:
+        """Whether the response depends on the session: it was changed, or
+        read by the view, or read after it for more than flask-login's look
+        for its remember-me flag (see :data:`AFTER_VIEW_KEYS`)."""
+        if not self.view_over:  # opened outside a request's dispatch
+            return self.accessed or self.modified
+        return self.read_in_view or self.modified or bool(self.read_after - AFTER_VIEW_KEYS)
+
+    def _read(self, key: object = "") -> None:
+        self.accessed = True
+        if self.view_over:
+            self.read_after.add(key if isinstance(key, str) else "")
 
     # Every read marks the session accessed (the response then varies on
     # Cookie, and the page cache never stores it), not only the three
     # Flask's own session marks: a page may show `"cart" in session` or
     # `session.items()` as well. (Flask 3.1 marks any use of flask.session.)
     def __getitem__(self, key: str) -> Any:
-        self.accessed = True
+        self._read(key)
         return super().__getitem__(key)
 
     def __contains__(self, key: object) -> bool:
-        self.accessed = True
+        self._read(key)
         return super().__contains__(key)
 
     def __iter__(self) -> Iterator[str]:
-        self.accessed = True
+        self._read()
         return super().__iter__()
 
     def __len__(self) -> int:
-        self.accessed = True
+        self._read()
         return super().__len__()
 
     def keys(self) -> dict_keys[str, Any]:
-        self.accessed = True
+        self._read()
         return super().keys()
 
     def values(self) -> dict_values[str, Any]:
-        self.accessed = True
+        self._read()
         return super().values()
 
     def items(self) -> dict_items[str, Any]:
-        self.accessed = True
+        self._read()
         return super().items()
 
     def copy(self) -> dict[str, Any]:
-        self.accessed = True
+        self._read()
         return dict(super().items())
 
     def get(self, key: str, default: Any = None) -> Any:
-        self.accessed = True
+        self._read(key)
         return super().get(key, default)
 
     def setdefault(self, key: str, default: Any = None) -> Any:
-        self.accessed = True
+        self._read(key)
         return super().setdefault(key, default)
 
     def __bool__(self) -> bool:
-        self.accessed = True
+        self._read()
         return bool(super().keys() - {"_permanent"})
 
 
@@ -163,10 +196,20 @@ class SessionInterface(FlaskSessionInterface):
             self.outages.failed(error, "served as anonymous")
             session = FlaskSession(sid=None, permanent=self._permanent(app))
             session.unavailable = error
-            return session
+            return self._watched(session)
         if found is None:
-            return FlaskSession(sid=None, permanent=self._permanent(app))
-        return FlaskSession(found.data, sid, permanent=self._permanent(app), saved=found.json)
+            return self._watched(FlaskSession(sid=None, permanent=self._permanent(app)))
+        session = FlaskSession(found.data, sid, permanent=self._permanent(app), saved=found.json)
+        return self._watched(session)
+
+    @staticmethod
+    def _watched(session: FlaskSession) -> FlaskSession:
+        """``session``, told when the view's response is made (first of the
+        request's after-request work: ``after_this_request`` runs before the
+        app's hooks)."""
+        if has_request_context():
+            after_this_request(session.view_ended)
+        return session
 
     def regenerate(self, session: FlaskSession) -> None:
         """A new id for ``session``, its data kept, the old id dead at once:
@@ -183,7 +226,7 @@ class SessionInterface(FlaskSessionInterface):
     def save_session(self, app: Flask, session: SessionMixin, response: Response) -> None:
         if not isinstance(session, FlaskSession):  # another interface's, or a null session
             return
-        if session.accessed:
+        if session.used:
             response.vary.add("Cookie")
         if session.unavailable is not None:
             if session.modified:  # its writes cannot be kept
@@ -208,7 +251,7 @@ class SessionInterface(FlaskSessionInterface):
     def _save(self, app: Flask, session: FlaskSession, response: Response) -> None:
         name, domain = self.get_cookie_name(app), self.get_cookie_domain(app)
         path = self.get_cookie_path(app)
-        used = session.accessed or session.modified  # by the request: the reads below mark it
+        used = session.used  # by the request: the reads below mark it
         if not session:
             if session.modified and session.sid is not None:  # emptied: ended
                 self.tier.session_store.delete(session.sid)
