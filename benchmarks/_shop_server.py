@@ -193,7 +193,8 @@ class Measured:
             _REQUEST.reset(token)
         elapsed = time.perf_counter() - began
         counts = COUNTS
-        kind = _kind(scope["method"], path, self._has_session(scope))
+        session = self._has_session(scope)
+        kind = _kind(scope["method"], path, session)
         tally = counts.routes.setdefault(kind, [0, 0, 0])
         tally[0] += 1
         tally[1] += request.round_trips
@@ -202,7 +203,7 @@ class Measured:
             return
         if cache == b"HIT":
             bucket = bucket_of(elapsed, SUB_BUCKETS)
-            if self._has_session(scope):
+            if session:
                 counts.filled_buckets[bucket] = counts.filled_buckets.get(bucket, 0) + 1
                 counts.filled_round_trips += request.round_trips
             else:
@@ -211,11 +212,11 @@ class Measured:
         if status == 200:
             counts.item_views += 1
             counts.item_views_cached += cache == b"HIT"
-            if self._has_session(scope):
+            if session:
                 counts.session_item_views += 1
                 counts.session_item_views_cached += cache == b"HIT"
         item = path.removeprefix("/item/")
-        if item.isdigit() and int(item) <= self.top and not self._has_session(scope):
+        if item.isdigit() and int(item) <= self.top and not session:
             counts.top_views += 1
             counts.top_views_without_sql += request.sql == 0
 
