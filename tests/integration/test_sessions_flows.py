@@ -208,17 +208,34 @@ def test_a_pop_without_a_session_calls_nothing(tier: webtier.WebTier) -> None:
     assert anonymous.token is None
 
 
-def test_a_login_reads_the_new_session_once_for_its_merged_cart(tier: webtier.WebTier) -> None:
+def test_a_login_hands_the_request_its_new_session_with_the_merged_cart(
+    tier: webtier.WebTier,
+) -> None:
+    # The move's reply holds the new session's hash: the request reads its
+    # merged cart, data and viewed items with no round trip after the login.
     earlier = tier.sessions.new(user="bob")
     tier.carts.set(earlier, "pen", 1)
     token = tier.sessions.new()
     tier.carts.set(token, "book", 1)
+    tier.sessions.update(token, {"theme": "dark"})
+    tier.sessions.touch(token, item="cup")
     cfg = tier.config
     live = state_of(tier, token)
     assert run(tier, flows.cart(cfg, live)) == ({"book": 1}, 1)
     run(tier, flows.login(cfg, live, "bob"))
-    assert run(tier, flows.cart(cfg, live)) == ({"book": 1, "pen": 1}, 1)  # merged in Redis
-    assert run(tier, flows.cart(cfg, live)) == ({"book": 1, "pen": 1}, 0)
+    assert run(tier, flows.cart(cfg, live)) == ({"book": 1, "pen": 1}, 0)  # merged in Redis
+    assert run(tier, flows.data(cfg, live)) == ({"theme": "dark"}, 0)
+    assert run(tier, flows.recently_viewed(cfg, live)) == (["cup"], 0)
+    assert run(tier, flows.user(cfg, live)) == ("bob", 0)
+    # ... as the next request reads it.
+    again = state_of(tier, live.token)
+    read = [flows.cart(cfg, again), flows.data(cfg, again), flows.recently_viewed(cfg, again)]
+    assert [run(tier, flow)[0] for flow in read] == [
+        {"book": 1, "pen": 1},
+        {"theme": "dark"},
+        ["cup"],
+    ]
+    assert run(tier, flows.user(cfg, again)) == ("bob", 0)
 
 
 def test_a_dead_sessions_cookie_is_left_alone(tier: webtier.WebTier) -> None:

@@ -12,7 +12,9 @@
 -- ARGV[8] = E, the number of cart lines the caller read from the old session;
 -- ARGV[9 .. 8 + 2E] = those lines, item and count
 -- ARGV[9 + 2E ..] = the merged cart the session gets, item and count
--- Returns {1, previous user or ''} when done; {0} when there is no session;
+-- Returns {1, previous user or '', the new session's hash (HGETALL)} when
+-- done (the caller's request reads it without another round trip); {0} when
+-- there is no session;
 -- {-2} when the new token is taken; {-3} when the cart changed since the
 -- caller read it (nothing written: read again and retry).
 
@@ -60,4 +62,4 @@ local expires = string.format('%d', deadline + late)
 redis.call('HSET', new, 'e', expires)
 redis.call('PEXPIREAT', new, expires)
 redis.call('PEXPIREAT', recent, string.format('%d', now_ms + backstop + lateness))
-return {1, previous}
+return {1, previous, redis.call('HGETALL', new)}

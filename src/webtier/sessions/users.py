@@ -136,6 +136,15 @@ def login(cfg: Config, token: str, user: str, *, cart_policy: str = "add") -> Op
     token is dead at once. Data and viewed items move with it; its cart
     merges into the cart of ``user``'s most recently seen other session by
     ``cart_policy`` (add, replace, keep_larger). Atomic for the session."""
+    result, _ = yield from login_moved(cfg, token, user, cart_policy=cart_policy)
+    return result
+
+
+def login_moved(
+    cfg: Config, token: str, user: str, *, cart_policy: str = "add"
+) -> Op[tuple[LoginResult, dict[str, bytes]]]:
+    """:func:`login`, and the new session's hash as the move left it (what a
+    request reads next: its merged cart, its data), from the move's reply."""
     settings = cfg.sessions
     where = place(cfg, token)
     check_name("user", user)
@@ -171,7 +180,7 @@ def login(cfg: Config, token: str, user: str, *, cart_policy: str = "add") -> Op
             previous = text(reply[1])
             if previous:
                 yield from _tidy(_unindex(cfg, [(previous, token)]))
-            return LoginResult(new_one, changes)
+            return LoginResult(new_one, changes), fields_of(reply[2])
         # -2: the new token was taken; -3: the cart changed meanwhile. Again.
     raise ServerError("the session kept changing during login; try again")
 

@@ -92,11 +92,8 @@ def _ensure(cfg: Config, state: SessionState) -> Op[str]:
 def _fields(cfg: Config, state: SessionState) -> Op[Mapping[str, bytes]]:
     """The live session's hash as this request sees it ({} when anonymous)."""
     token = yield from _live(cfg, state)
-    if token is None:
-        return {}
-    if state.fields is None:  # a login's new session, read once
-        state.fields = (yield from sessions.ops.load(cfg, token, state.refresh_after)) or {}
-    return state.fields
+    # A live token's hash is held: its load, its creation or its login's move set it.
+    return {} if token is None or state.fields is None else state.fields
 
 
 def _cookie_can_change(state: SessionState) -> None:
@@ -227,9 +224,8 @@ def clear_cart(cfg: Config, state: SessionState) -> Op[None]:
 
 
 def _held(state: SessionState) -> dict[str, bytes]:
-    """The request's copy of the session's hash, for a write to update; a
-    throwaway when there is none yet (a login's new session, read later
-    from Redis with the write in it)."""
+    """The request's copy of the session's hash, for a write to update (a
+    write's session was loaded, created or moved first: a copy is held)."""
     return state.fields if state.fields is not None else {}
 
 
@@ -250,19 +246,21 @@ def login(
     if state.degraded:
         raise state.degraded
     _cookie_can_change(state)
-    result = None
+    moved = None
     if token is not None:
         try:
-            result = yield from sessions.users.login(cfg, token, user, cart_policy=cart_policy)
+            moved = yield from sessions.users.login_moved(cfg, token, user, cart_policy=cart_policy)
         except UnknownSession:
             _forget(state)
-    if result is None:
+    if moved is None:
         state.token = yield from sessions.ops.new(cfg, user=user)
         state.fields = {}
+        result = None
     else:
         # Data and viewed items carried over, the cart merged with the
-        # user's: the next read loads the new session.
-        state.token, state.fields = result.token, None
+        # user's: the request reads the new session as the move left it.
+        result, state.fields = moved
+        state.token = result.token
     state.user, state.cookie = user, "set"
     return result
 

@@ -31,8 +31,8 @@ class SessionState:
     user: str | None = None
     # The session's hash as loaded (one round trip: flows.load), which every
     # read of the request answers from and every write of the request updates
-    # (read-your-writes); None before the load, and after a login until the
-    # new session is read.
+    # (read-your-writes); None before the load. A login's move hands back
+    # the new session's hash (session_login.lua): no load after it.
     fields: dict[str, bytes] | None = None
     # The hash as the page cache read it in the page's round trip, for the
     # render it asks for next: the request's first load takes it instead of
