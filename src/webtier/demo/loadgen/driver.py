@@ -72,11 +72,21 @@ class _Visit:
         try:
             try:
                 response = await self.http.request(method, path, data=form, headers=headers)
-            except httpx.RemoteProtocolError:
+            except (httpx.RemoteProtocolError, httpx.ReadError) as error:
                 if method != "GET":
                     raise
                 # The server closed a kept-alive connection as this request
-                # went out on it: a browser sends a GET again, on a new one.
+                # went out on it (uvicorn's keep-alive timer can fire before
+                # the request is read when its loop was busy past it): a
+                # browser sends a GET again, on a new one. Logged: a long
+                # wait before it says the server's loop was held up.
+                log.warning(
+                    "loadgen: %s %s: connection closed after %.1f s (%r); sent again",
+                    method,
+                    path,
+                    time.perf_counter() - started,
+                    error,
+                )
                 response = await self.http.request(method, path, headers=headers)
         except httpx.HTTPError as error:
             log.warning(
