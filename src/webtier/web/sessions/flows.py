@@ -50,7 +50,6 @@ def load(cfg: Config, state: SessionState, *, taking: tuple[str, ...] = ()) -> O
             fields = yield from sessions.ops.load(
                 cfg, state.token, state.refresh_after, taking=taking
             )
-
     except RedisUnavailable as error:
         if state.options.on_outage == "fail":
             state.loaded = False
@@ -150,9 +149,10 @@ def pop(cfg: Config, state: SessionState, name: str, default: Any = None) -> Op[
     if field not in fields:
         return default
     value = sessions.ops.data_of({field: fields[field]})[name]
-    if not taken and state.token is not None:
-        yield from sessions.ops.discard(cfg, state.token, name)
-    _drop(state, lambda held: held == field)
+    if taken:
+        _drop(state, lambda held: held == field)
+    else:
+        yield from discard(cfg, state, name)
     return value
 
 
